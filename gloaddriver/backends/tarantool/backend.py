@@ -1,0 +1,118 @@
+"""The Tarantool workload: insert/select/update/delete of (key, value) tuples.
+
+Gives the runner one callable per op and worker, ``fn(key)``, returning the
+result rows (empty = the key was not there). The buffered connector shares
+``--connections`` sockets among all workers; the sync baseline lives in
+``sync.py``.
+"""
+from __future__ import absolute_import, division, print_function
+
+import gevent
+
+from gloaddriver import errors, workload
+from gloaddriver.backends.tarantool import protocol as P
+from gloaddriver.backends.tarantool.connection import Connection
+
+
+def make_ops(conn, space_id, values):
+    """The four op callables on one buffered connection.
+
+    ``values[k % 100]`` is inserted for key k and ``values[(k + 1) % 100]``
+    written by update, so a read can tell which write it sees.
+    """
+    nv = len(values)
+    insert, select, update, delete = conn.insert, conn.select, conn.update, conn.delete
+
+    def op_insert(key):
+        return insert(space_id, [key, values[key % nv]])
+
+    def op_select(key):
+        return select(space_id, [key])
+
+    def op_update(key):
+        # IPROTO update field numbers are 0-based: field 1 is the value.
+        return update(space_id, [key], [[u'=', 1, values[(key + 1) % nv]]])
+
+    def op_delete(key):
+        return delete(space_id, [key])
+    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete}
+
+
+class BufferedBackend(object):
+    connector = 'buffered'
+
+    def __init__(self, config):
+        self.config = config
+        self.conns = []
+        self.space_id = None
+        self.values = workload.values(config.value_size)
+        self._ops = []
+
+    def describe(self):
+        c = self.config
+        return 'buffered connector, %d greenlets on %d connection%s' % (
+            c.greenlets, c.connections, '' if c.connections == 1 else 's')
+
+    def open(self):
+        c = self.config
+        for i in range(c.connections):
+            conn = Connection(c.host, c.port, c.user, c.password, timeout=c.timeout,
+                              connect_timeout=c.connect_timeout, max_pending=c.max_pending,
+                              outage_limit=c.outage_limit, name='tarantool-%d' % i)
+            self.conns.append(conn.connect())
+        self.space_id = check_space(self.conns[0], c.space)
+        self._ops = [make_ops(conn, self.space_id, self.values) for conn in self.conns]
+
+    def worker_ops(self, worker):
+        return self._ops[worker % len(self._ops)]
+
+    def io_counts(self):
+        total = {}
+        for conn in self.conns:
+            for k, v in conn.stats().items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    def server_version(self):
+        return self.conns[0].server_version if self.conns else None
+
+    def close(self):
+        for conn in self.conns:
+            conn.close()
+        self.conns = []
+
+
+def check_space(conn, space):
+    """Resolve the space and prove it has a primary index; SchemaError otherwise."""
+    try:
+        sid = conn.space_id(space)
+        conn.select(sid, [], limit=0, iterator=P.ITERATOR_ALL)
+    except errors.ServerError as e:
+        if e.code in (35, 36):   # ER_NO_SUCH_INDEX_ID, ER_NO_SUCH_SPACE
+            raise errors.SchemaError('space %r on %s has no primary index: %s'
+                                     % (space, conn.address, e.message))
+        if e.code == 42:         # ER_ACCESS_DENIED
+            raise errors.AuthError('user %r may not use space %r on %s: %s; grant it '
+                                   'read,write or pass --user/--password'
+                                   % (conn.user, space, conn.address, e.message))
+        raise errors.SetupError('cannot use space %r on %s: %s' % (space, conn.address, e))
+    except errors.OpError as e:
+        raise errors.SetupError('cannot read the schema of %s: %s' % (conn.address, e))
+    return sid
+
+
+def make_backend(config):
+    if config.connector == 'sync':
+        from gloaddriver.backends.tarantool.sync import SyncBackend
+        return SyncBackend(config)
+    return BufferedBackend(config)
+
+
+def _spawn_all(fns):
+    """Run fns concurrently; re-raise the first error."""
+    jobs = [gevent.spawn(fn) for fn in fns]
+    gevent.joinall(jobs)
+    for j in jobs:
+        if j.exception is not None:
+            raise j.exception
+    return [j.value for j in jobs]

@@ -1,0 +1,479 @@
+"""The buffered Tarantool connection: many greenlets, one socket.
+
+How a request travels (design.md section 3):
+
+* the caller encodes its frame straight into the shared outgoing bytearray,
+  parks on a ``Waiter`` keyed by its sync id and, if the writer is idle,
+  schedules it once;
+* the writer greenlet swaps the whole buffer out and sends it with one
+  ``send``. No timer is needed for batching: every caller woken in one loop
+  pass appends its next request before the writer's turn comes, so one send
+  carries the whole batch (self-clocking);
+* the reader greenlet ``recv_into``s a large reusable buffer, feeds it to the
+  protocol parser and wakes each waiter by sync id from the hub.
+
+Failure rules: every wait is bounded (request timeout, connect timeout); when
+the socket dies EVERY pending waiter fails at once with a NetworkError, the
+unsent buffer is discarded with them (each of those requests has a waiter, so
+nothing is dropped silently), and a reconnect loop with backoff takes over.
+Callers that arrive while it is down wait for it up to the request timeout,
+then fail with NotConnected; after ``outage_limit`` seconds they fail with
+GaveUp at once so a run can stop instead of spinning.
+"""
+from __future__ import absolute_import, division, print_function
+
+import errno
+import socket as _stdsocket
+
+import gevent
+from gevent import socket as gsocket
+from gevent.event import Event
+from gevent.hub import Waiter, get_hub
+
+from gloaddriver import errors
+from gloaddriver.backends.tarantool import protocol as P
+from gloaddriver.compat import clock, to_text
+
+class Connection(object):
+    """One socket shared by any number of greenlets.
+
+    Counters (plain ints, read by the stats code): ``requests``, ``responses``,
+    ``sends`` (send calls), ``recvs`` (recv calls that returned data),
+    ``late`` (replies to requests that had already timed out), ``reconnects``,
+    ``outage_seconds``.
+    """
+
+    def __init__(self, host, port, user=None, password=None, timeout=5.0,
+                 connect_timeout=3.0, max_pending=10000, read_buffer=256 * 1024,
+                 reconnect=True, outage_limit=30.0, name='tarantool'):
+        self.host = host
+        self.port = port
+        self.user = user
+        self._password = password
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_pending = max_pending
+        self.read_buffer = read_buffer
+        self.reconnect = reconnect
+        self.outage_limit = outage_limit
+        self.name = name
+        self.server_version = None
+
+        self._hub = get_hub()
+        self._callback = self._hub.loop.run_callback
+        self._enc = P.Encoder()
+        self._sock = None
+        self._up = Event()
+        self._closed = False
+        self._gave_up = None
+        self._down_since = None
+        self._sync = 0
+        self._waiters = {}
+        self._out = bytearray()
+        self._writer_waiter = None
+        self._room_waiters = []
+        self._greenlets = []
+        self._space_ids = {}
+        self._index_ids = {}
+
+        self.requests = self.responses = self.sends = self.recvs = 0
+        self.late = self.pushes = self.reconnects = 0
+        self.outage_seconds = 0.0
+        self.last_error = None
+
+    # -- connecting ---------------------------------------------------------
+
+    @property
+    def address(self):
+        return '%s:%s' % (self.host, self.port)
+
+    @property
+    def connected(self):
+        return self._sock is not None
+
+    def connect(self):
+        """Open, read the greeting, authenticate; raise a SetupError on failure."""
+        sock = self._open()
+        self._attach(sock)
+        self._greenlets.append(gevent.spawn(self._sweep_loop))
+        return self
+
+    def _open(self):
+        timer = gevent.Timeout(self.connect_timeout)
+        timer.start()
+        sock = None
+        try:
+            try:
+                sock = gsocket.create_connection((self.host, self.port))
+                sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
+                greeting = _recv_exactly(sock, P.GREETING_SIZE)
+                self.server_version, salt = P.parse_greeting(greeting)
+                if self.user and (self.user != 'guest' or self._password):
+                    self._authenticate(sock, salt)
+                return sock
+            except gevent.Timeout as t:
+                if t is not timer:
+                    raise
+                raise errors.ConnectError(
+                    'no answer from Tarantool at %s within %.1f s' % (self.address, self.connect_timeout))
+            except (_stdsocket.error, EOFError, OSError) as e:
+                raise errors.ConnectError(
+                    'cannot connect to Tarantool at %s: %s' % (self.address, _reason(e)))
+            except P.ProtocolError as e:
+                raise errors.ConnectError('%s does not speak IPROTO: %s' % (self.address, e))
+        except BaseException:
+            if sock is not None:
+                sock.close()
+            raise
+        finally:
+            timer.close()
+
+    def _authenticate(self, sock, salt):
+        buf = bytearray()
+        self._sync += 1
+        self._enc.auth(buf, self._sync, self.user, salt, self._password or '')
+        sock.sendall(bytes(buf))
+        reader = P.ResponseReader()
+        while True:
+            data = sock.recv(4096)
+            if not data:
+                raise EOFError('connection closed during authentication')
+            reader.feed(data)
+            for _sync, code, body in reader.responses():
+                if code == P.OK:
+                    return
+                err = P.server_error(code, body)
+                raise errors.AuthError(
+                    'Tarantool at %s refused user %r: %s; check --user and --password '
+                    '(or GLOADDRIVER_PASSWORD)' % (self.address, self.user, err.message))
+
+    def _attach(self, sock):
+        self._sock = sock
+        self._out = bytearray()
+        self._writer_waiter = None
+        self._up.set()
+        self._greenlets.append(gevent.spawn(self._read_loop, sock))
+        self._greenlets.append(gevent.spawn(self._write_loop, sock))
+
+    def close(self):
+        """Close for good: pending requests fail, background greenlets stop."""
+        self._closed = True
+        sock = self._sock
+        if sock is not None:
+            self._lost(sock, errors.NetworkError('connection closed by the client'))
+        self._up.set()  # release anybody waiting for a reconnect
+        gevent.killall([g for g in self._greenlets if g is not gevent.getcurrent()], block=False)
+        self._greenlets = []
+
+    # -- the request path -----------------------------------------------------
+
+    def _wait_ready(self):
+        """Slow path of a request: not connected, or too much in flight."""
+        while True:
+            if self._gave_up is not None:
+                raise errors.GaveUp(self._gave_up)
+            if self._closed:
+                raise errors.NotConnected('connection to %s is closed' % self.address)
+            if self._sock is None:
+                if not self._up.wait(self.timeout) or self._sock is None:
+                    if self._gave_up is not None:
+                        raise errors.GaveUp(self._gave_up)
+                    raise errors.NotConnected(
+                        'not connected to %s (reconnecting: %s)' % (self.address, self.last_error))
+                continue
+            if len(self._waiters) >= self.max_pending:
+                # Backpressure: park until the reader frees room.
+                w = Waiter(self._hub)
+                self._room_waiters.append(w)
+                timer = self._hub.loop.timer(self.timeout)
+                timer.start(w.switch, None)
+                try:
+                    if w.get() is None and len(self._waiters) >= self.max_pending:
+                        raise errors.RequestTimeout(
+                            'no room in the send queue of %s for %.1f s' % (self.address, self.timeout))
+                finally:
+                    timer.close()
+                continue
+            return
+
+    def _roundtrip(self, sync):
+        """Park the calling greenlet until the reply for ``sync`` arrives."""
+        w = Waiter(self._hub)
+        self._waiters[sync] = w
+        self.requests += 1
+        ww = self._writer_waiter
+        if ww is not None:
+            self._writer_waiter = None
+            self._callback(ww.switch, None)
+        return w.get()
+
+    def _begin(self):
+        if self._sock is None or len(self._waiters) >= self.max_pending:
+            self._wait_ready()
+        self._sync = sync = self._sync + 1
+        return sync
+
+    def select(self, space, key, index=0, limit=P.MAX_SELECT, offset=0, iterator=P.ITERATOR_EQ):
+        """Return the list of tuples matching ``key`` (a list) in ``space``."""
+        space_id = space if space.__class__ is int else self.space_id(space)
+        if index.__class__ is not int:
+            index = self.index_id(space_id, index)
+        sync = self._begin()
+        self._enc.select(self._out, sync, space_id, index, key, limit, offset, iterator)
+        return self._roundtrip(sync)
+
+    def insert(self, space, values):
+        space_id = space if space.__class__ is int else self.space_id(space)
+        sync = self._begin()
+        self._enc.insert(self._out, sync, space_id, values)
+        return self._roundtrip(sync)
+
+    def replace(self, space, values):
+        space_id = space if space.__class__ is int else self.space_id(space)
+        sync = self._begin()
+        self._enc.replace(self._out, sync, space_id, values)
+        return self._roundtrip(sync)
+
+    def update(self, space, key, ops, index=0):
+        space_id = space if space.__class__ is int else self.space_id(space)
+        if index.__class__ is not int:
+            index = self.index_id(space_id, index)
+        sync = self._begin()
+        self._enc.update(self._out, sync, space_id, index, key, ops)
+        return self._roundtrip(sync)
+
+    def upsert(self, space, values, ops):
+        space_id = space if space.__class__ is int else self.space_id(space)
+        sync = self._begin()
+        self._enc.upsert(self._out, sync, space_id, values, ops)
+        return self._roundtrip(sync)
+
+    def delete(self, space, key, index=0):
+        space_id = space if space.__class__ is int else self.space_id(space)
+        if index.__class__ is not int:
+            index = self.index_id(space_id, index)
+        sync = self._begin()
+        self._enc.delete(self._out, sync, space_id, index, key)
+        return self._roundtrip(sync)
+
+    def call(self, name, *args):
+        sync = self._begin()
+        self._enc.call(self._out, sync, name, args)
+        return self._roundtrip(sync)
+
+    def eval(self, expr, *args):
+        sync = self._begin()
+        self._enc.eval(self._out, sync, expr, args)
+        return self._roundtrip(sync)
+
+    def ping(self):
+        sync = self._begin()
+        self._enc.ping(self._out, sync)
+        return self._roundtrip(sync)
+
+    # -- schema: names to ids, cached by decoded text ---------------------------
+
+    def space_id(self, name):
+        # Keyed by text on both interpreters: a bytes key on py3 would miss on
+        # every call and double the round trips (the classic port bug).
+        key = to_text(name)
+        sid = self._space_ids.get(key)
+        if sid is None:
+            rows = self.select(P.VSPACE_ID, [key], index=P.NAME_INDEX)
+            if not rows:
+                raise errors.SchemaError(
+                    'Tarantool at %s has no space %r; create it (box.schema.space.create(%r) '
+                    'with a primary index) or use --spawn' % (self.address, key, key))
+            sid = self._space_ids[key] = rows[0][0]
+        return sid
+
+    def index_id(self, space_id, name):
+        key = (space_id, to_text(name))
+        iid = self._index_ids.get(key)
+        if iid is None:
+            rows = self.select(P.VINDEX_ID, [space_id, key[1]], index=P.NAME_INDEX)
+            if not rows:
+                raise errors.SchemaError('space %s has no index %r' % (space_id, key[1]))
+            iid = self._index_ids[key] = rows[0][1]
+        return iid
+
+    # -- background greenlets ---------------------------------------------------
+
+    def _write_loop(self, sock):
+        hub = self._hub
+        while self._sock is sock:
+            data = self._out
+            if not data:
+                w = self._writer_waiter = Waiter(hub)
+                w.get()
+                continue
+            self._out = bytearray()
+            try:
+                # send(), not sendall(): gevent's sendall adds a getsockopt
+                # syscall per call; a batch normally fits the socket buffer.
+                sent = sock.send(data)
+                self.sends += 1
+                while sent < len(data):
+                    data = memoryview(data)[sent:]
+                    sent = sock.send(data)
+                    self.sends += 1
+            except (_stdsocket.error, OSError) as e:
+                self._lost(sock, errors.NetworkError(
+                    'connection to %s lost while sending: %s' % (self.address, _reason(e))))
+                return
+
+    def _read_loop(self, sock):
+        buf = bytearray(self.read_buffer)
+        view = memoryview(buf)
+        parser = P.ResponseReader()
+        feed = parser.feed
+        responses = parser.responses
+        waiters = self._waiters
+        callback = self._callback
+        while self._sock is sock:
+            try:
+                n = sock.recv_into(buf)
+            except (_stdsocket.error, OSError) as e:
+                return self._lost(sock, errors.NetworkError(
+                    'connection to %s lost while reading: %s' % (self.address, _reason(e))))
+            if not n:
+                return self._lost(sock, errors.NetworkError(
+                    'Tarantool at %s closed the connection' % self.address))
+            self.recvs += 1
+            feed(view[:n])
+            try:
+                for sync, code, body in responses():
+                    waiter = waiters.pop(sync, None)
+                    if waiter is None:
+                        self.late += 1
+                    elif code == P.OK:
+                        callback(waiter.switch, body.get(P.DATA))
+                    elif code == P.CHUNK:
+                        self.pushes += 1
+                        waiters[sync] = waiter
+                        continue
+                    else:
+                        callback(waiter.throw, P.server_error(code, body))
+                    self.responses += 1
+            except P.ProtocolError as e:
+                return self._lost(sock, e)
+            if self._room_waiters and len(waiters) < self.max_pending:
+                self._wake_room()
+
+    def _wake_room(self):
+        room, self._room_waiters = self._room_waiters, []
+        for w in room:
+            self._callback(w.switch, True)
+
+    def _sweep_loop(self):
+        """Fail requests older than the timeout.
+
+        Syncs grow with send order, so each tick remembers the newest sync; a
+        mark older than the timeout expires every pending sync at or below it.
+        That costs the request path nothing (no per-request timer); a request
+        times out between ``timeout`` and ``timeout + tick`` after it was sent.
+        """
+        tick = min(0.1, max(self.timeout / 10.0, 0.005))
+        marks = []
+        while not self._closed:
+            gevent.sleep(tick)
+            now = clock()
+            marks.append((now, self._sync))
+            limit = now - self.timeout
+            expired_below = None
+            while marks and marks[0][0] <= limit:
+                expired_below = marks.pop(0)[1]
+            waiters = self._waiters
+            if expired_below is None or not waiters or min(waiters) > expired_below:
+                continue
+            for sync in [s for s in waiters if s <= expired_below]:
+                w = waiters.pop(sync)
+                self._callback(w.throw, errors.RequestTimeout(
+                    'no reply from %s within %.1f s' % (self.address, self.timeout)))
+            if self._room_waiters and len(waiters) < self.max_pending:
+                self._wake_room()
+
+    # -- losing and regaining the socket ----------------------------------------
+
+    def _lost(self, sock, exc):
+        if self._sock is not sock:
+            return
+        self._sock = None
+        self._up.clear()
+        self.last_error = str(exc)
+        try:
+            sock.close()
+        except Exception:
+            pass
+        pending, self._waiters = self._waiters, {}
+        self._out = bytearray()
+        # Every pending request fails now, each with its own exception object
+        # (one shared instance would accumulate tracebacks across greenlets).
+        message = str(exc)
+        for w in pending.values():
+            self._callback(w.throw, exc.__class__(message))
+        ww = self._writer_waiter
+        if ww is not None:
+            self._writer_waiter = None
+            self._callback(ww.switch, None)
+        self._wake_room()
+        if not self._closed and self.reconnect:
+            self._down_since = clock()
+            self._greenlets.append(gevent.spawn(self._reconnect_loop))
+
+    def _reconnect_loop(self):
+        delay = 0.05
+        started = self._down_since
+        while not self._closed:
+            gevent.sleep(delay)
+            try:
+                sock = self._open()
+            except errors.GloadError as e:
+                self.last_error = str(e)
+                if clock() - started > self.outage_limit:
+                    self._gave_up = ('Tarantool at %s unreachable for %.0f s (last error: %s); '
+                                     'giving up' % (self.address, clock() - started, e))
+                    self._up.set()  # wake waiters so they see _gave_up
+                    return
+                delay = min(delay * 2, 1.0)
+                continue
+            if self._closed:
+                sock.close()
+                return
+            self.reconnects += 1
+            self.outage_seconds += clock() - started
+            self._down_since = None
+            self._attach(sock)
+            return
+
+    def stats(self):
+        """Counters as a dict (for reports)."""
+        return {
+            'requests': self.requests, 'responses': self.responses,
+            'sends': self.sends, 'recvs': self.recvs, 'late': self.late,
+            'reconnects': self.reconnects, 'outage_seconds': self.outage_seconds,
+        }
+
+
+def _recv_exactly(sock, size):
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError('connection closed before the greeting')
+        data += chunk
+    return data
+
+
+def _reason(exc):
+    """A short text for a socket error: 'connection refused', not a repr."""
+    if isinstance(exc, EOFError):
+        return str(exc) or 'connection closed'
+    code = getattr(exc, 'errno', None)
+    if code == errno.ECONNREFUSED:
+        return 'connection refused'
+    if code == errno.ECONNRESET:
+        return 'connection reset by peer'
+    if code == errno.EPIPE:
+        return 'broken pipe'
+    return (getattr(exc, 'strerror', None) or str(exc) or exc.__class__.__name__).lower()

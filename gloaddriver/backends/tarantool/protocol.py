@@ -1,0 +1,216 @@
+"""Tarantool IPROTO: greeting, chap-sha1 auth, request frames, response parsing.
+
+Pure: no sockets, no greenlets, no clocks. The connection module moves bytes;
+this module turns requests into bytes and bytes into responses, so framing,
+partial reads and error replies are unit tested without a server.
+
+Wire format of one message: ``0xce`` + uint32 length, then a msgpack header
+map and a msgpack body map. The length prefix is itself a valid msgpack uint32,
+so a stream of replies is a plain msgpack stream ``len, header, body, len, ...``
+and one ``msgpack.Unpacker`` does all the buffering of partial frames.
+"""
+from __future__ import absolute_import, division, print_function
+
+import base64
+import hashlib
+import struct
+
+import msgpack
+
+from gloaddriver import errors
+
+# Request and reply codes (header key REQUEST_TYPE).
+OK = 0x00
+SELECT = 0x01
+INSERT = 0x02
+REPLACE = 0x03
+UPDATE = 0x04
+DELETE = 0x05
+AUTH = 0x07
+EVAL = 0x08
+UPSERT = 0x09
+CALL = 0x0a
+PING = 0x40
+CHUNK = 0x80          # box.session.push() out-of-band message
+ERROR_FLAG = 0x8000   # reply code = ERROR_FLAG | box error code
+
+# Header keys.
+REQUEST_TYPE = 0x00
+SYNC = 0x01
+SCHEMA_VERSION = 0x05
+
+# Body keys.
+SPACE_ID = 0x10
+INDEX_ID = 0x11
+LIMIT = 0x12
+OFFSET = 0x13
+ITERATOR = 0x14
+KEY = 0x20
+TUPLE = 0x21
+FUNCTION_NAME = 0x22
+USER_NAME = 0x23
+EXPR = 0x27
+OPS = 0x28
+DATA = 0x30
+ERROR_24 = 0x31       # error message (all versions)
+
+# System views used to resolve names to ids; index 2 of each is "name".
+VSPACE_ID = 281
+VINDEX_ID = 289
+NAME_INDEX = 2
+
+ITERATOR_EQ = 0
+ITERATOR_ALL = 2
+
+GREETING_SIZE = 128
+MAX_SELECT = 0xffffffff
+
+# The fixed part of every request, packed in one struct call:
+# 0xce len32 | fixmap(2) REQUEST_TYPE code SYNC 0xcf sync64.
+# A uint64 sync never wraps, so request ids stay unique for the life of a
+# connection and ordering by sync is ordering by send time.
+_HEAD = struct.Struct('>BIBBBBBQ')
+_HEAD_AFTER_LEN = _HEAD.size - 5
+
+
+class ProtocolError(errors.NetworkError):
+    """The byte stream is not IPROTO: the connection cannot be trusted."""
+
+
+def parse_greeting(data):
+    """Return (server version line, salt bytes) from the 128-byte greeting."""
+    if len(data) != GREETING_SIZE:
+        raise ProtocolError('short greeting: %d of %d bytes' % (len(data), GREETING_SIZE))
+    first = bytes(data[:64]).decode('ascii', 'replace').strip()
+    if not first.startswith('Tarantool'):
+        raise ProtocolError('not a Tarantool server (greeting %r)' % first[:40])
+    salt = base64.b64decode(bytes(data[64:108]))
+    return first, salt
+
+
+def scramble(salt, password):
+    """chap-sha1: sha1(password) XOR sha1(salt[:20] + sha1(sha1(password)))."""
+    password = password.encode('utf-8') if not isinstance(password, bytes) else password
+    hash1 = hashlib.sha1(password).digest()
+    hash2 = hashlib.sha1(hash1).digest()
+    salted = hashlib.sha1(bytes(salt[:20]) + hash2).digest()
+    return bytes(bytearray(a ^ b for a, b in zip(bytearray(hash1), bytearray(salted))))
+
+
+def _new_unpacker():
+    # IPROTO maps have integer keys, which msgpack >= 1.0 refuses by default.
+    try:
+        return msgpack.Unpacker(raw=False, strict_map_key=False)
+    except TypeError:  # msgpack < 1.0 has no strict_map_key and allows int keys
+        return msgpack.Unpacker(raw=False)
+
+
+def unpack_one(data):
+    """Decode one msgpack object (tests and the greeting path)."""
+    unpacker = _new_unpacker()
+    unpacker.feed(data)
+    return next(unpacker)
+
+
+class Encoder(object):
+    """Appends request frames to a caller's bytearray.
+
+    Text is packed as msgpack str and bytes as msgpack bin on both Python 2 and
+    3 (one explicit model: ``unicode``/``str`` is text, py2 ``str``/py3
+    ``bytes`` is binary), so both interpreters put the same bytes on the wire.
+    """
+
+    def __init__(self):
+        self._pack = msgpack.Packer(use_bin_type=True).pack
+
+    def request(self, buf, code, sync, body):
+        payload = self._pack(body)
+        buf += _HEAD.pack(0xce, _HEAD_AFTER_LEN + len(payload), 0x82,
+                          REQUEST_TYPE, code, SYNC, 0xcf, sync)
+        buf += payload
+
+    # One method per request type, so the body shape lives here and a request
+    # costs its caller a single Python call.
+
+    def select(self, buf, sync, space_id, index_id, key, limit=MAX_SELECT,
+               offset=0, iterator=ITERATOR_EQ):
+        self.request(buf, SELECT, sync, {
+            SPACE_ID: space_id, INDEX_ID: index_id, LIMIT: limit,
+            OFFSET: offset, ITERATOR: iterator, KEY: key})
+
+    def insert(self, buf, sync, space_id, values):
+        self.request(buf, INSERT, sync, {SPACE_ID: space_id, TUPLE: values})
+
+    def replace(self, buf, sync, space_id, values):
+        self.request(buf, REPLACE, sync, {SPACE_ID: space_id, TUPLE: values})
+
+    def update(self, buf, sync, space_id, index_id, key, ops):
+        self.request(buf, UPDATE, sync, {
+            SPACE_ID: space_id, INDEX_ID: index_id, KEY: key, TUPLE: ops})
+
+    def upsert(self, buf, sync, space_id, values, ops):
+        self.request(buf, UPSERT, sync, {SPACE_ID: space_id, TUPLE: values, OPS: ops})
+
+    def delete(self, buf, sync, space_id, index_id, key):
+        self.request(buf, DELETE, sync, {SPACE_ID: space_id, INDEX_ID: index_id, KEY: key})
+
+    def call(self, buf, sync, name, args):
+        self.request(buf, CALL, sync, {FUNCTION_NAME: name, TUPLE: list(args)})
+
+    def eval(self, buf, sync, expr, args):
+        self.request(buf, EVAL, sync, {EXPR: expr, TUPLE: list(args)})
+
+    def ping(self, buf, sync):
+        self.request(buf, PING, sync, {})
+
+    def auth(self, buf, sync, user, salt, password):
+        # The scramble must travel as msgpack str, not bin: a packer without
+        # bin types does that for bytes on both interpreters.
+        payload = msgpack.packb({USER_NAME: user, TUPLE: [u'chap-sha1', scramble(salt, password)]},
+                                use_bin_type=False)
+        buf += _HEAD.pack(0xce, _HEAD_AFTER_LEN + len(payload), 0x82,
+                          REQUEST_TYPE, AUTH, SYNC, 0xcf, sync)
+        buf += payload
+
+
+def server_error(code, body):
+    """Build the ServerError for an error reply (code has ERROR_FLAG set)."""
+    message = body.get(ERROR_24) if isinstance(body, dict) else None
+    if not isinstance(message, type(u'')):
+        message = u'%r' % (message,)
+    return errors.ServerError(code & 0x7fff, message)
+
+
+class ResponseReader(object):
+    """Turns received bytes into (sync, code, body) triples.
+
+    ``feed`` any number of bytes, split anywhere; ``responses()`` yields every
+    complete reply and keeps the remainder (partial frames) for the next feed.
+    """
+
+    __slots__ = ('_unpacker', '_state', '_header')
+
+    def __init__(self):
+        self._unpacker = _new_unpacker()
+        self._state = 0      # 0: expect length, 1: header, 2: body
+        self._header = None
+
+    def feed(self, data):
+        self._unpacker.feed(data)
+
+    def responses(self):
+        for obj in self._unpacker:
+            state = self._state
+            if state == 2:
+                self._state = 0
+                header = self._header
+                yield header[SYNC], header[REQUEST_TYPE], obj
+            elif state == 1:
+                if obj.__class__ is not dict or SYNC not in obj:
+                    raise ProtocolError('reply header is not an IPROTO map: %r' % (obj,))
+                self._header = obj
+                self._state = 2
+            else:
+                if obj.__class__ is not int:
+                    raise ProtocolError('reply length prefix is not an integer: %r' % (obj,))
+                self._state = 1

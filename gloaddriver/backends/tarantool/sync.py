@@ -1,0 +1,125 @@
+"""The baseline: tarantool-python, one plain connection per greenlet.
+
+Cooperative only because ``socket`` is monkey-patched. It runs exactly the
+same ops and keys as the buffered connector; its errors are translated into
+our exception tree so the accounting is the same. Space ids are resolved once,
+so neither connector pays for a name lookup per request.
+"""
+from __future__ import absolute_import, division, print_function
+
+import socket
+
+import tarantool
+from tarantool import error as tnt_error
+
+from gloaddriver import errors, workload
+from gloaddriver.backends.tarantool.backend import _spawn_all
+from gloaddriver.compat import PY2
+
+
+def _translate(exc):
+    if isinstance(exc, tnt_error.NetworkError):   # a DatabaseError subclass: test it first
+        return errors.NetworkError(str(exc))
+    if isinstance(exc, tnt_error.DatabaseError):
+        args = exc.args
+        if len(args) >= 2 and isinstance(args[0], int):
+            return errors.ServerError(args[0], args[1])
+        return errors.ServerError('unknown', str(exc))
+    if isinstance(exc, socket.timeout):
+        return errors.RequestTimeout(str(exc) or 'socket timeout')
+    if isinstance(exc, (socket.error, OSError)):
+        return errors.NetworkError(str(exc))
+    return exc
+
+
+def make_ops(conn, space_id, values):
+    nv = len(values)
+    insert, select, update, delete = conn.insert, conn.select, conn.update, conn.delete
+
+    def op_insert(key):
+        try:
+            return insert(space_id, [key, values[key % nv]])
+        except Exception as e:
+            raise _translate(e)
+
+    def op_select(key):
+        try:
+            return select(space_id, [key])
+        except Exception as e:
+            raise _translate(e)
+
+    def op_update(key):
+        try:
+            return update(space_id, [key], [(u'=', 1, values[(key + 1) % nv])])
+        except Exception as e:
+            raise _translate(e)
+
+    def op_delete(key):
+        try:
+            return delete(space_id, [key])
+        except Exception as e:
+            raise _translate(e)
+    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete}
+
+
+class SyncBackend(object):
+    connector = 'sync'
+
+    def __init__(self, config):
+        self.config = config
+        self.conns = []
+        self.values = workload.values(config.value_size)
+        self._ops = []
+        self.space_id = None
+
+    def describe(self):
+        return 'sync connector (tarantool-python %s), %d greenlets on %d connections' % (
+            tarantool.__version__, self.config.greenlets, self.config.greenlets)
+
+    def _connect(self):
+        c = self.config
+        kwargs = dict(user=c.user if c.user != 'guest' or c.password else None,
+                      password=c.password, socket_timeout=c.timeout,
+                      connection_timeout=c.connect_timeout, reconnect_max_attempts=3,
+                      reconnect_delay=0.1, encoding='utf-8')
+        if not PY2:
+            kwargs['fetch_schema'] = True
+        try:
+            return tarantool.Connection(c.host, c.port, **kwargs)
+        except tnt_error.NetworkError as e:
+            raise errors.ConnectError('cannot connect to Tarantool at %s:%s: %s'
+                                      % (c.host, c.port, e))
+        except tnt_error.DatabaseError as e:
+            raise errors.AuthError('Tarantool at %s:%s refused user %r: %s; check --user and '
+                                   '--password (or GLOADDRIVER_PASSWORD)'
+                                   % (c.host, c.port, c.user, e.args[-1] if e.args else e))
+
+    def open(self):
+        c = self.config
+        first = self._connect()
+        try:
+            space = first.schema.get_space(c.space)
+        except tnt_error.SchemaError:
+            raise errors.SchemaError(
+                'Tarantool at %s:%s has no space %r; create it (box.schema.space.create(%r) '
+                'with a primary index) or use --spawn' % (c.host, c.port, c.space, c.space))
+        self.space_id = space.sid
+        self.conns = [first] + _spawn_all([self._connect] * (c.greenlets - 1))
+        self._ops = [make_ops(conn, self.space_id, self.values) for conn in self.conns]
+
+    def worker_ops(self, worker):
+        return self._ops[worker]
+
+    def io_counts(self):
+        return None   # tarantool-python does not count its socket calls
+
+    def server_version(self):
+        return None
+
+    def close(self):
+        for conn in self.conns:
+            try:
+                conn.close()
+            except Exception:
+                pass
+        self.conns = []

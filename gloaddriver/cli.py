@@ -1,0 +1,196 @@
+"""Command line: flags > environment > defaults, turned into one immutable Config.
+
+Exit codes: 0 every op succeeded; 1 some ops failed or timed out, or the run
+was aborted; 2 bad flags; 3 the run could not start (server unreachable, auth,
+missing space); 130 interrupted.
+"""
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import os
+import sys
+from collections import namedtuple
+
+from gloaddriver import __version__, errors, keys, workload
+
+PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
+EXIT_OK, EXIT_OPS_FAILED, EXIT_USAGE, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+Config = namedtuple('Config', [
+    'backend', 'connector', 'greenlets', 'connections', 'host', 'port', 'user', 'password',
+    'space', 'spawn', 'wal_mode', 'ops', 'duration', 'warmup', 'phases', 'keys',
+    'distribution', 'value_size', 'seed', 'json', 'progress', 'timeout', 'connect_timeout',
+    'outage_limit', 'max_pending', 'syscalls', 'argv'])
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, no usage dump: what is wrong and where to look.
+        sys.stderr.write('gloaddriver: error: %s (see --help)\n' % message)
+        sys.exit(EXIT_USAGE)
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not a whole number' % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError('must be at least 1, got %s' % text)
+    return value
+
+
+def _count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not a whole number' % text)
+    if value < 0:
+        raise argparse.ArgumentTypeError('must not be negative, got %s' % text)
+    return value
+
+
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not a number of seconds' % text)
+    if value < 0:
+        raise argparse.ArgumentTypeError('must not be negative, got %s' % text)
+    return value
+
+
+def build_parser():
+    p = _Parser(prog='gloaddriver',
+                description='Push a workload into Tarantool from many gevent greenlets and '
+                            'report ops/s, latency percentiles, errors and syscalls per op.',
+                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument('--version', action='version', version='gloaddriver ' + __version__)
+    g = p.add_argument_group('target')
+    g.add_argument('--backend', choices=['tarantool'], default='tarantool',
+                   help='server kind')
+    g.add_argument('--uri', default='127.0.0.1:3301', metavar='HOST:PORT',
+                   help='server address (ignored with --spawn)')
+    g.add_argument('--user', default='guest', help='user name')
+    g.add_argument('--password', default=None,
+                   help='password; also read from $%s; never printed' % PASSWORD_ENV)
+    g.add_argument('--space', default='gloaddriver',
+                   help='space with an unsigned primary key and a string value field')
+    g.add_argument('--spawn', action='store_true',
+                   help='start a private Tarantool (temp dir, free port, space created), '
+                        'removed afterwards')
+    g.add_argument('--wal-mode', choices=['none', 'write', 'fsync'], default='none',
+                   help='wal_mode of the --spawn server')
+    g = p.add_argument_group('concurrency')
+    g.add_argument('--connector', choices=['buffered', 'sync'], default='buffered',
+                   help='buffered: our shared-socket connector; sync: tarantool-python, '
+                        'one connection per greenlet')
+    g.add_argument('--greenlets', type=_positive_int, default=10, metavar='N',
+                   help='worker greenlets in a closed loop')
+    g.add_argument('--connections', type=_positive_int, default=None, metavar='K',
+                   help='buffered: spread greenlets over K connections (default 1)')
+    g = p.add_argument_group('workload')
+    g.add_argument('--phases', default=None,
+                   help='ops to run one after another, each a phase (default: %s)'
+                        % ','.join(workload.DEFAULT_PHASES))
+    g.add_argument('--mix', default=None, metavar='OP=W,...',
+                   help='one phase of weighted random ops, e.g. select=50,insert=50 '
+                        '(inserts use new keys above --keys)')
+    g.add_argument('--ops', type=_count, default=100000, metavar='N',
+                   help='ops per phase (0 = no limit; then --duration ends a phase)')
+    g.add_argument('--duration', type=_seconds, default=0, metavar='SECONDS',
+                   help='time limit per phase (0 = none); whichever of --ops/--duration '
+                        'comes first ends the phase')
+    g.add_argument('--warmup', type=_seconds, default=0, metavar='SECONDS',
+                   help='unrecorded select load before the first phase')
+    g.add_argument('--keys', type=_positive_int, default=None, metavar='N',
+                   help='key space [0, N) (default: --ops, or 100000)')
+    g.add_argument('--distribution', choices=keys.DISTRIBUTIONS, default='sequential',
+                   help='key choice for select/update/delete (insert phases are '
+                        'always sequential)')
+    g.add_argument('--value-size', type=_positive_int, default=1536, metavar='BYTES',
+                   help='characters per value (string.printable[i %% 100] * BYTES)')
+    g.add_argument('--seed', type=int, default=1, help='seed of the random key choices')
+    g = p.add_argument_group('limits')
+    g.add_argument('--timeout', type=_seconds, default=5.0, metavar='SECONDS',
+                   help='per-request timeout')
+    g.add_argument('--connect-timeout', type=_seconds, default=3.0, metavar='SECONDS')
+    g.add_argument('--outage-limit', type=_seconds, default=30.0, metavar='SECONDS',
+                   help='abort the run when the server stays unreachable this long')
+    g.add_argument('--max-pending', type=_positive_int, default=10000, metavar='N',
+                   help='buffered: requests in flight per connection before callers wait')
+    g = p.add_argument_group('output')
+    g.add_argument('--json', default=None, metavar='FILE', help='write the result as JSON')
+    g.add_argument('--progress', type=_seconds, default=1.0, metavar='SECONDS',
+                   help='progress line to stderr every SECONDS (0 = off)')
+    g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
+                   help='do not open the perf_event syscall counters')
+    return p
+
+
+def parse(argv=None, environ=None):
+    """argv -> Config; raises ConfigError for values argparse cannot judge alone."""
+    environ = os.environ if environ is None else environ
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+
+    host, sep, port = args.uri.rpartition(':')
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise errors.ConfigError('--uri must be HOST:PORT, got %r' % args.uri)
+    if args.mix and args.phases:
+        raise errors.ConfigError('--phases and --mix exclude each other: a mix is one phase')
+    try:
+        phases = (workload.parse_mix(args.mix) if args.mix else
+                  workload.parse_phases(args.phases or ','.join(workload.DEFAULT_PHASES)))
+    except ValueError as e:
+        raise errors.ConfigError(str(e))
+    if args.connections is not None and args.connector == 'sync':
+        raise errors.ConfigError('--connections is for the buffered connector; the sync '
+                                 'connector opens one connection per greenlet')
+    connections = args.connections or 1
+    if connections > args.greenlets:
+        raise errors.ConfigError('--connections %d exceeds --greenlets %d: a connection '
+                                 'would have no greenlet' % (connections, args.greenlets))
+    if args.ops == 0 and args.duration == 0:
+        raise errors.ConfigError('--ops 0 needs a --duration, or the phase never ends')
+    if args.timeout <= 0:
+        raise errors.ConfigError('--timeout must be above 0')
+    password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
+    return Config(
+        backend=args.backend, connector=args.connector, greenlets=args.greenlets,
+        connections=connections, host=host, port=int(port), user=args.user,
+        password=password, space=args.space, spawn=args.spawn, wal_mode=args.wal_mode,
+        ops=args.ops, duration=args.duration, warmup=args.warmup, phases=phases,
+        keys=args.keys or args.ops or 100000, distribution=args.distribution,
+        value_size=args.value_size, seed=args.seed, json=args.json, progress=args.progress,
+        timeout=args.timeout, connect_timeout=args.connect_timeout,
+        outage_limit=args.outage_limit, max_pending=args.max_pending,
+        syscalls=args.syscalls, argv=tuple(mask_argv(argv)))
+
+
+def mask_argv(argv):
+    """argv with every password value replaced by ***."""
+    out = []
+    hide = False
+    for a in argv:
+        if hide:
+            out.append('***')
+            hide = False
+        elif a == '--password':
+            out.append(a)
+            hide = True
+        elif a.startswith('--password='):
+            out.append('--password=***')
+        else:
+            out.append(a)
+    return out
+
+
+def main(argv=None):
+    from gloaddriver import app   # after monkey-patching (see __main__)
+    try:
+        config = parse(argv)
+    except errors.ConfigError as e:
+        sys.stderr.write('gloaddriver: error: %s\n' % e)
+        return EXIT_USAGE
+    return app.run(config)

@@ -1,0 +1,87 @@
+"""One documented exception tree for everything gloaddriver raises.
+
+::
+
+    GloadError                  anything the driver reports to a user
+    +-- ConfigError             bad flags or profile (exit code 2)
+    +-- SetupError              the run cannot start: server, auth, schema (exit 3)
+    |   +-- ConnectError        the server could not be reached at all
+    |   +-- AuthError           the server refused the credentials
+    |   +-- SchemaError         a space/index/table the workload needs is missing
+    +-- OpError                 one operation failed; the run goes on and counts it
+        +-- NetworkError        the transport failed: refused, reset, EOF, lost
+        |   +-- NotConnected    no connection now (reconnecting); fails fast
+        |   +-- GaveUp          the server stayed unreachable past --outage-limit
+        +-- RequestTimeout      no reply within the request timeout
+        +-- ServerError         the server replied with an error (code, message)
+
+Network and server errors are separate branches on purpose: a load driver has to
+tell "the server said no" (a result) from "we could not ask" (an outage). Each
+OpError has a ``kind`` used as the key in the per-phase error counts.
+"""
+from __future__ import absolute_import, division, print_function
+
+
+class GloadError(Exception):
+    """Base of every error the driver reports; str() is one line for a user."""
+
+
+class ConfigError(GloadError):
+    """A flag, environment variable or profile value is wrong."""
+
+
+class SetupError(GloadError):
+    """The run cannot start: the message says what is wrong and what to do."""
+
+
+class ConnectError(SetupError):
+    """The server could not be reached."""
+
+
+class AuthError(SetupError):
+    """The server refused the user name or password."""
+
+
+class SchemaError(SetupError):
+    """A space, index or table the workload needs does not exist."""
+
+
+class OpError(GloadError):
+    """One operation failed; ``kind`` is its key in the error counts."""
+    kind = 'error'
+
+
+class NetworkError(OpError):
+    """The connection failed (refused, reset, closed, lost mid-request)."""
+    kind = 'network'
+
+
+class NotConnected(NetworkError):
+    """The connection is down and did not come back within the timeout."""
+
+
+class GaveUp(NetworkError):
+    """The server has been unreachable for longer than the outage limit."""
+
+
+class RequestTimeout(OpError):
+    """No reply arrived within the request timeout."""
+    kind = 'timeout'
+
+
+class ServerError(OpError):
+    """The server answered with an error.
+
+    ``code`` is the server's own error code (Tarantool box error code, or a
+    PostgreSQL SQLSTATE) and ``kind`` is ``server:<code>`` so counts by kind
+    keep different server errors apart.
+    """
+
+    def __init__(self, code, message):
+        OpError.__init__(self, message)
+        self.code = code
+        self.message = message
+        self.kind = 'server:%s' % (code,)
+
+    def __str__(self):
+        return '%s (code %s)' % (self.message, self.code)

@@ -1,0 +1,84 @@
+"""The final table (stdout) and the JSON result file.
+
+The JSON contract is documented in README.md ("JSON result"); ``to_json``
+is the only place that shapes it.
+"""
+from __future__ import absolute_import, division, print_function
+
+import io
+import json
+
+COLUMNS = (
+    ('phase', '%-7s', lambda p: p['name']),
+    ('attempted', '%10s', lambda p: _n(p['attempted'])),
+    ('ok', '%10s', lambda p: _n(p['ok'])),
+    ('failed', '%7s', lambda p: _n(p['failed'])),
+    ('t/o', '%5s', lambda p: _n(p['timed_out'])),
+    ('ops/s', '%9s', lambda p: _n(p['ops_per_sec'])),
+    ('p50us', '%7s', lambda p: _n(p['latency_us']['p50'])),
+    ('p90us', '%7s', lambda p: _n(p['latency_us']['p90'])),
+    ('p99us', '%7s', lambda p: _n(p['latency_us']['p99'])),
+    ('p99.9us', '%8s', lambda p: _n(p['latency_us']['p999'])),
+    ('maxus', '%8s', lambda p: _n(p['latency_us']['max'])),
+    ('sys/op', '%7s', lambda p: _f(p['syscalls'].get('per_op'))),
+    ('net/op', '%7s', lambda p: _f(p['syscalls'].get('network_per_op'))),
+    ('req/send', '%8s', lambda p: _f(p['batching'].get('requests_per_send'), 1)),
+)
+
+
+def _n(v):
+    if v is None:
+        return '-'
+    return '{:,}'.format(int(round(v)))
+
+
+def _f(v, digits=3):
+    return '-' if v is None else ('%.*f' % (digits, v))
+
+
+def table(result):
+    """The human report as a list of lines."""
+    m = result['manifest']
+    srv = m['server']
+    where = '%s at %s' % (('Tarantool ' + srv['version'].split()[1])
+                          if srv.get('version') and ' ' in srv['version'] else 'Tarantool',
+                          srv['address'])
+    if srv.get('spawned'):
+        where += ' (spawned, wal_mode=%s)' % srv.get('wal_mode')
+    lines = ['gloaddriver %s: %s; %s; %s, msgpack %s%s' % (
+        m['gloaddriver'], where, m['connector_detail'], m['interpreter'],
+        m['dependencies'].get('msgpack'), '' if m['msgpack_c_extension'] else ' (PURE PYTHON)')]
+    lines.append('  '.join(fmt % name for name, fmt, _get in COLUMNS))
+    for p in result['phases']:
+        lines.append('  '.join(fmt % get(p) for _name, fmt, get in COLUMNS))
+        for op, sub in sorted(p.get('ops', {}).items()):
+            sub = dict(sub, name='  ' + op, syscalls={}, batching={})
+            lines.append('  '.join(fmt % get(sub) for _name, fmt, get in COLUMNS))
+    for p in result['phases']:
+        for kind, count in sorted(p['errors'].items()):
+            lines.append('%s: %s x %s: %s' % (p['name'], _n(count), kind,
+                                              p['error_samples'].get(kind, '')))
+        if p['misses']:
+            lines.append('%s: %s ops found no row for their key' % (p['name'], _n(p['misses'])))
+    src = m['syscall_source']
+    if src == 'perf_event':
+        lines.append('sys/op: all syscalls per op, net/op: send*/recv* per op; counted in-process '
+                     'by perf_event tracepoints (exact, this process only)')
+    elif result['phases'] and result['phases'][0]['syscalls'].get('source') == 'io_calls':
+        lines.append('sys/op, net/op: socket calls counted by the connector, a LOWER BOUND on '
+                     'syscalls (%s)' % m['syscall_reason'])
+    else:
+        lines.append('syscalls not counted: %s' % m['syscall_reason'])
+    if result.get('aborted'):
+        lines.append('ABORTED: %s' % result['aborted'])
+    return lines
+
+
+def to_json(result):
+    return json.dumps(result, indent=1, sort_keys=True)
+
+
+def write_json(result, path):
+    text = to_json(result)
+    with io.open(path, 'w', encoding='utf-8') as f:
+        f.write(text if isinstance(text, type(u'')) else text.decode('utf-8'))

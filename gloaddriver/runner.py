@@ -1,0 +1,284 @@
+"""Worker greenlets, phases, stop conditions and the per-interval ticker.
+
+One ``Run`` object carries the config, the backend, the syscall counter and
+the results; nothing lives in module globals. A phase hands out a budget of
+ops; each worker takes one op from it before attempting it, so "attempted"
+is counted before anything can fail, and every attempt ends as exactly one of
+ok / failed (by kind) / timed out. The checks in ``OpStats.check`` prove it.
+"""
+from __future__ import absolute_import, division, print_function
+
+import sys
+from bisect import bisect_right
+
+import gevent
+
+from gloaddriver import keys as keygen
+from gloaddriver import stats
+from gloaddriver import syscalls
+from gloaddriver.compat import clock
+
+UNLIMITED = sys.maxsize
+
+
+class Budget(object):
+    """Ops left in a phase; setting ``left`` to 0 stops every worker."""
+    __slots__ = ('left', 'reason')
+
+    def __init__(self, left):
+        self.left = left
+        self.reason = None
+
+    def stop(self, reason):
+        self.left = 0
+        if self.reason is None:
+            self.reason = reason
+
+
+def _run_single(budget, st, fn, next_key, clock=clock):
+    """The hot loop of a one-op phase: keep it lean, it runs once per op."""
+    while budget.left > 0:
+        budget.left -= 1
+        st.attempted += 1
+        key = next_key()
+        t0 = clock()
+        try:
+            r = fn(key)
+        except Exception as e:  # every failure is counted by kind, none escapes
+            st.error(e)
+            continue
+        st.lat[int((clock() - t0) * 1000000.0)] += 1
+        if not r:
+            st.misses += 1
+
+
+def _run_mix(budget, table, cumulative, rand, clock=clock):
+    """The hot loop of a weighted mix phase."""
+    total = cumulative[-1]
+    while budget.left > 0:
+        budget.left -= 1
+        st, fn, next_key = table[bisect_right(cumulative, rand() * total)]
+        st.attempted += 1
+        key = next_key()
+        t0 = clock()
+        try:
+            r = fn(key)
+        except Exception as e:
+            st.error(e)
+            continue
+        st.lat[int((clock() - t0) * 1000000.0)] += 1
+        if not r:
+            st.misses += 1
+
+
+class Run(object):
+    def __init__(self, config, backend, counter, progress_out=None):
+        self.config = config
+        self.backend = backend
+        self.counter = counter
+        self.progress_out = progress_out if progress_out is not None else sys.stderr
+        self.phases = []
+        self.aborted = None
+
+    # -- phases ---------------------------------------------------------------
+
+    def execute(self):
+        if self.config.warmup > 0:
+            self._warmup()
+        for index, spec in enumerate(self.config.phases):
+            self.phases.append(self._run_phase(index, spec))
+            if self.aborted:
+                break
+        return self.phases
+
+    def _warmup(self):
+        """Unrecorded selects so the hub, connections and caches are warm."""
+        cfg = self.config
+        budget = Budget(UNLIMITED)
+        st = stats.OpStats('warmup')
+        workers = []
+        for w in range(cfg.greenlets):
+            fn = self.backend.worker_ops(w)['select']
+            next_key = keygen.generator('uniform', cfg.keys, cfg.seed, 'warmup', w)
+            workers.append(gevent.spawn(_run_single, budget, st, fn, next_key))
+        gevent.sleep(cfg.warmup)
+        budget.stop('warmup over')
+        gevent.joinall(workers)
+
+    def _key_source(self, spec, op, worker, shared):
+        cfg = self.config
+        if op == 'insert':
+            # Inserts always take fresh sequential keys: in a phase of their
+            # own from 0 (the load), in a mix above the key space.
+            start = cfg.keys if len(spec.weights) > 1 else 0
+            if 'insert' not in shared:
+                shared['insert'] = keygen.sequential(UNLIMITED if start else cfg.keys, start)
+            return shared['insert']
+        if cfg.distribution == 'sequential' and 'seq' not in shared:
+            shared['seq'] = keygen.sequential(cfg.keys)
+        return keygen.generator(cfg.distribution, cfg.keys, cfg.seed, spec.name, worker,
+                                shared=shared.get('seq'))
+
+    def _run_phase(self, index, spec):
+        cfg = self.config
+        ops = [stats.OpStats(name) for name, _w in spec.weights]
+        budget = Budget(cfg.ops or UNLIMITED)
+        shared = {}
+        workers = []
+        sys0 = self.counter.snapshot()
+        io0 = self.backend.io_counts()
+        t0 = clock()
+        for w in range(cfg.greenlets):
+            fns = self.backend.worker_ops(w)
+            if len(ops) == 1:
+                st = ops[0]
+                workers.append(gevent.spawn(_run_single, budget, st, fns[st.name],
+                                            self._key_source(spec, st.name, w, shared)))
+            else:
+                table, cumulative, acc = [], [], 0
+                for st, (name, weight) in zip(ops, spec.weights):
+                    acc += weight
+                    cumulative.append(acc)
+                    table.append((st, fns[name], self._key_source(spec, name, w, shared)))
+                rng = keygen.make_rng(cfg.seed, spec.name, 'mix', w)
+                workers.append(gevent.spawn(_run_mix, budget, table, cumulative, rng.random))
+        timer = gevent.spawn_later(cfg.duration, budget.stop, 'duration') if cfg.duration else None
+        ticker = gevent.spawn(self._tick, spec.name, ops, budget, t0)
+        gevent.joinall(workers)
+        t1 = clock()
+        sys1 = self.counter.snapshot()
+        io1 = self.backend.io_counts()
+        ticker.kill()
+        if timer is not None:
+            timer.kill()
+        for st in ops:
+            st.drain()
+            st.check()
+        if budget.reason not in (None, 'duration'):
+            self.aborted = budget.reason
+        return self._phase_result(spec, ops, t1 - t0, self.counter.delta(sys0, sys1),
+                                  _delta(io0, io1))
+
+    # -- the ticker: progress lines and the outage watchdog ----------------------
+
+    def _tick(self, name, ops, budget, t0):
+        cfg = self.config
+        period = cfg.progress if cfg.progress > 0 else 0.5
+        prev_t, prev_att, prev_bad = t0, 0, 0
+        prev_sys = self.counter.snapshot()
+        last_ok = t0
+        while True:
+            gevent.sleep(period)
+            now = clock()
+            merged = stats.new_histogram()
+            for st in ops:
+                merged.add(st.drain())
+            att = sum(st.attempted for st in ops)
+            bad = sum(st.failed_total + st.timed_out for st in ops)
+            ok_n = merged.get_total_count()
+            if ok_n:
+                last_ok = now
+            elif bad > prev_bad and now - last_ok > cfg.outage_limit:
+                budget.stop('no successful op for %.0f s (last error: %s); aborting the run'
+                            % (now - last_ok, _last_sample(ops)))
+            if cfg.progress > 0:
+                snap = self.counter.snapshot()
+                d = self.counter.delta(prev_sys, snap)
+                prev_sys = snap
+                n = att - prev_att
+                sys_op = ('%.2f' % (d[syscalls.TOTAL] / n)) if (d and n) else '-'
+                p99 = merged.get_value_at_percentile(99) if ok_n else 0
+                self.progress_out.write(
+                    '%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s\n'
+                    % (now - t0, name, '{:,}'.format(int(n / (now - prev_t))),
+                       '{:,}'.format(p99), bad - prev_bad, sys_op))
+                self.progress_out.flush()
+            prev_t, prev_att, prev_bad = now, att, bad
+
+    # -- results --------------------------------------------------------------------
+
+    def _phase_result(self, spec, ops, seconds, sysd, iod):
+        hist = stats.new_histogram()
+        for st in ops:
+            hist.add(st.hist)
+        res = _counts(ops, seconds, hist)
+        res['name'] = spec.name
+        res['syscalls'] = self._syscall_block(sysd, iod, res['attempted'])
+        res['batching'] = _batching(sysd, iod, res['attempted'])
+        if len(ops) > 1:
+            res['ops'] = dict((st.name, _counts([st], seconds, st.hist)) for st in ops)
+        if iod:
+            res['connection'] = dict((k, iod[k]) for k in ('reconnects', 'late', 'outage_seconds')
+                                     if k in iod)
+        return res
+
+    def _syscall_block(self, sysd, iod, attempted):
+        if sysd is not None:
+            block = syscalls.per_op(sysd, attempted) or {'per_op': None, 'by_name': {}}
+            block['source'] = 'perf_event'
+            block['counts'] = sysd
+            return block
+        reason = self.counter.reason
+        if iod and attempted:
+            calls = iod['sends'] + iod['recvs']
+            return {'source': 'io_calls', 'lower_bound': True, 'reason': reason,
+                    'per_op': round(calls / attempted, 4),
+                    'network_per_op': round(calls / attempted, 4),
+                    'by_name': {'send': round(iod['sends'] / attempted, 4),
+                                'recv': round(iod['recvs'] / attempted, 4)}}
+        return {'source': None, 'reason': reason, 'per_op': None, 'by_name': {}}
+
+
+def _counts(ops, seconds, hist):
+    attempted = sum(st.attempted for st in ops)
+    ok = hist.get_total_count()
+    failed = stats.merge_counts(st.failed for st in ops)
+    timed_out = sum(st.timed_out for st in ops)
+    errors = dict(failed)
+    if timed_out:
+        errors['timeout'] = timed_out
+    samples = {}
+    for st in ops:
+        for k, v in st.samples.items():
+            samples.setdefault(k, v)
+    return {
+        'attempted': attempted, 'ok': ok, 'failed': sum(failed.values()),
+        'timed_out': timed_out, 'errors': errors, 'error_samples': samples,
+        'misses': sum(st.misses for st in ops), 'seconds': round(seconds, 4),
+        'ops_per_sec': round(attempted / seconds, 1) if seconds > 0 else None,
+        'ok_per_sec': round(ok / seconds, 1) if seconds > 0 else None,
+        'latency_us': stats.latency_summary(hist),
+        'histogram': _text(hist.encode()),
+    }
+
+
+def _batching(sysd, iod, attempted):
+    if iod and iod.get('sends'):
+        return {'source': 'connector',
+                'requests_per_send': round(iod['requests'] / iod['sends'], 2),
+                'responses_per_recv': round(iod['responses'] / iod['recvs'], 2)
+                if iod.get('recvs') else None}
+    if sysd and attempted:
+        sends = sum(sysd.get(k, 0) for k in ('sendto', 'sendmsg'))
+        recvs = sum(sysd.get(k, 0) for k in ('recvfrom', 'recvmsg'))
+        return {'source': 'perf_event',
+                'requests_per_send': round(attempted / sends, 2) if sends else None,
+                'responses_per_recv': round(attempted / recvs, 2) if recvs else None}
+    return {'source': None, 'requests_per_send': None, 'responses_per_recv': None}
+
+
+def _delta(a, b):
+    if a is None or b is None:
+        return None
+    return dict((k, b[k] - a[k]) for k in b)
+
+
+def _last_sample(ops):
+    for st in ops:
+        for v in st.samples.values():
+            return v
+    return 'none'
+
+
+def _text(value):
+    return value.decode('ascii') if isinstance(value, bytes) else value

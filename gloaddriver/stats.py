@@ -1,0 +1,111 @@
+"""Per-operation counters and latency histograms.
+
+The hot path records one latency as ``op.lat[int(us)] += 1`` into a plain
+dict of exact microsecond values: one dict update, no Python-level histogram
+code per op. The reporter drains those dicts once per interval into HdrHistograms
+(``record_value(value, count)`` once per distinct value), which is where
+percentiles, merging and encoding come from. Counts are exact; HdrHistogram
+keeps 3 significant digits of each value.
+"""
+from __future__ import absolute_import, division, print_function
+
+from collections import defaultdict
+
+from hdrh.histogram import HdrHistogram
+
+from gloaddriver import errors
+
+HIGHEST_US = 3600 * 1000 * 1000   # one hour: anything longer is clamped
+SIG_FIGS = 3
+PERCENTILES = (('p50', 50.0), ('p90', 90.0), ('p99', 99.0), ('p999', 99.9))
+
+
+def new_histogram():
+    return HdrHistogram(1, HIGHEST_US, SIG_FIGS)
+
+
+def decode_histogram(encoded):
+    return HdrHistogram.decode(encoded)
+
+
+def latency_summary(hist):
+    """p50/p90/p99/p99.9/max/mean in microseconds (None when empty)."""
+    if hist.get_total_count() == 0:
+        return dict((name, None) for name in ('p50', 'p90', 'p99', 'p999', 'max', 'mean'))
+    out = dict((name, hist.get_value_at_percentile(pct)) for name, pct in PERCENTILES)
+    out['max'] = hist.get_max_value()
+    out['mean'] = round(hist.get_mean_value(), 1)
+    return out
+
+
+class OpStats(object):
+    """Everything recorded for one op type (insert, select, ...) in one phase.
+
+    Workers touch ``attempted`` (before the op), ``lat`` (after a success),
+    ``misses`` and the error counters; ``ok`` is derived from the latencies,
+    so the invariant ok + failed + timed_out == attempted is checked, not
+    assumed.
+    """
+
+    __slots__ = ('name', 'attempted', 'timed_out', 'misses', 'failed', 'samples',
+                 'lat', 'hist', 'interval')
+
+    def __init__(self, name):
+        self.name = name
+        self.attempted = 0
+        self.timed_out = 0
+        self.misses = 0
+        self.failed = {}       # error kind -> count
+        self.samples = {}      # error kind -> first message seen
+        self.lat = defaultdict(int)
+        self.hist = new_histogram()
+        self.interval = new_histogram()
+
+    def error(self, exc):
+        """Count one failed op; a timeout is its own outcome, not a failure."""
+        kind = getattr(exc, 'kind', None)
+        if kind is None:
+            # Not one of ours: a bug or a library error we do not map yet.
+            # Counted and shown, never swallowed.
+            kind = 'client:%s' % exc.__class__.__name__
+        if kind == 'timeout':
+            self.timed_out += 1
+        else:
+            self.failed[kind] = self.failed.get(kind, 0) + 1
+        if kind not in self.samples:
+            self.samples[kind] = str(exc)[:300]
+
+    def drain(self):
+        """Fold the raw latencies into the phase histogram; return the interval's."""
+        lat, self.lat = self.lat, defaultdict(int)
+        interval = self.interval
+        interval.reset()
+        record = interval.record_value
+        for value, count in lat.items():
+            record(1 if value < 1 else (HIGHEST_US if value > HIGHEST_US else value), count)
+        self.hist.add(interval)
+        return interval
+
+    @property
+    def ok(self):
+        return self.hist.get_total_count() + sum(self.lat.values())
+
+    @property
+    def failed_total(self):
+        return sum(self.failed.values())
+
+    def check(self):
+        """Raise if an attempted op is not accounted for (a bug in the driver)."""
+        done = self.ok + self.failed_total + self.timed_out
+        if done != self.attempted:
+            raise errors.GloadError(
+                'accounting bug in %s: attempted %d but ok+failed+timed_out = %d'
+                % (self.name, self.attempted, done))
+
+
+def merge_counts(dicts):
+    out = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out

@@ -1,0 +1,58 @@
+"""What a run does: phases, op mixes, and the values it writes.
+
+Values follow seed scenario 1: ``string.printable[i % 100] * size``, always as
+text (unicode on 2.7) so both interpreters send and store identical bytes.
+"""
+from __future__ import absolute_import, division, print_function
+
+import string
+from collections import namedtuple
+
+from gloaddriver.compat import text_type
+
+OPS = ('insert', 'select', 'update', 'delete')
+DEFAULT_PHASES = OPS
+
+# A phase: a name, and (op, weight) pairs; one pair = a single-op phase.
+Phase = namedtuple('Phase', 'name weights')
+
+
+def values(size):
+    """The 100 distinct values a run writes; key k gets values[k % 100]."""
+    chars = text_type(string.printable)
+    return [chars[i % 100] * size for i in range(100)]
+
+
+def parse_phases(text):
+    names = [p.strip() for p in text.split(',') if p.strip()]
+    if not names:
+        raise ValueError('--phases needs at least one of %s' % ','.join(OPS))
+    for n in names:
+        if n not in OPS:
+            raise ValueError('unknown op %r in --phases; use any of %s' % (n, ','.join(OPS)))
+    return tuple(Phase(n, ((n, 1),)) for n in names)
+
+
+def parse_mix(text):
+    """'select=50,insert=50' -> one Phase named 'mix' with integer weights."""
+    weights = []
+    for part in text.split(','):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, weight = part.partition('=')
+        name = name.strip()
+        if not sep or name not in OPS:
+            raise ValueError('--mix takes op=weight pairs from %s, e.g. select=50,insert=50; '
+                             'got %r' % (','.join(OPS), part))
+        try:
+            w = int(weight)
+        except ValueError:
+            raise ValueError('--mix weight for %s must be a whole number, got %r' % (name, weight))
+        if w < 0:
+            raise ValueError('--mix weight for %s must not be negative' % name)
+        if w:
+            weights.append((name, w))
+    if not weights:
+        raise ValueError('--mix needs at least one op with a positive weight')
+    return (Phase('mix', tuple(weights)),)
