@@ -201,12 +201,12 @@ class Run(object):
         hist = stats.new_histogram()
         for st in ops:
             hist.add(st.hist)
-        res = _counts(ops, seconds, hist)
+        res = _counts(ops, seconds, hist, sum(st.sum_us for st in ops))
         res['name'] = spec.name
         res['syscalls'] = self._syscall_block(sysd, iod, res['attempted'])
         res['batching'] = _batching(sysd, iod, res['attempted'])
         if len(ops) > 1:
-            res['ops'] = dict((st.name, _counts([st], seconds, st.hist)) for st in ops)
+            res['ops'] = dict((st.name, _counts([st], seconds, st.hist, st.sum_us)) for st in ops)
         if iod:
             res['connection'] = dict((k, iod[k]) for k in ('reconnects', 'late', 'outage_seconds')
                                      if k in iod)
@@ -229,7 +229,7 @@ class Run(object):
         return {'source': None, 'reason': reason, 'per_op': None, 'by_name': {}}
 
 
-def _counts(ops, seconds, hist):
+def _counts(ops, seconds, hist, sum_us):
     attempted = sum(st.attempted for st in ops)
     ok = hist.get_total_count()
     failed = stats.merge_counts(st.failed for st in ops)
@@ -247,7 +247,7 @@ def _counts(ops, seconds, hist):
         'misses': sum(st.misses for st in ops), 'seconds': round(seconds, 4),
         'ops_per_sec': round(attempted / seconds, 1) if seconds > 0 else None,
         'ok_per_sec': round(ok / seconds, 1) if seconds > 0 else None,
-        'latency_us': stats.latency_summary(hist),
+        'latency_us': stats.latency_summary(hist, sum_us),
         'histogram': _text(hist.encode()),
     }
 

@@ -28,13 +28,18 @@ def decode_histogram(encoded):
     return HdrHistogram.decode(encoded)
 
 
-def latency_summary(hist):
-    """p50/p90/p99/p99.9/max/mean in microseconds (None when empty)."""
-    if hist.get_total_count() == 0:
+def latency_summary(hist, sum_us):
+    """p50/p90/p99/p99.9/max/mean in microseconds (None when empty).
+
+    The mean comes from the exact sum of recorded values, not from the
+    histogram (hdrh's mean iterator also recurses without end on 2.7).
+    """
+    count = hist.get_total_count()
+    if count == 0:
         return dict((name, None) for name in ('p50', 'p90', 'p99', 'p999', 'max', 'mean'))
     out = dict((name, hist.get_value_at_percentile(pct)) for name, pct in PERCENTILES)
     out['max'] = hist.get_max_value()
-    out['mean'] = round(hist.get_mean_value(), 1)
+    out['mean'] = round(sum_us / count, 1)
     return out
 
 
@@ -48,7 +53,7 @@ class OpStats(object):
     """
 
     __slots__ = ('name', 'attempted', 'timed_out', 'misses', 'failed', 'samples',
-                 'lat', 'hist', 'interval')
+                 'lat', 'hist', 'interval', 'sum_us')
 
     def __init__(self, name):
         self.name = name
@@ -60,6 +65,7 @@ class OpStats(object):
         self.lat = defaultdict(int)
         self.hist = new_histogram()
         self.interval = new_histogram()
+        self.sum_us = 0
 
     def error(self, exc):
         """Count one failed op; a timeout is its own outcome, not a failure."""
@@ -81,8 +87,12 @@ class OpStats(object):
         interval = self.interval
         interval.reset()
         record = interval.record_value
+        total = 0
         for value, count in lat.items():
-            record(1 if value < 1 else (HIGHEST_US if value > HIGHEST_US else value), count)
+            value = 1 if value < 1 else (HIGHEST_US if value > HIGHEST_US else value)
+            record(value, count)
+            total += value * count
+        self.sum_us += total
         self.hist.add(interval)
         return interval
 

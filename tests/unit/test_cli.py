@@ -1,0 +1,59 @@
+"""Flag parsing and validation: every bad input is one line and exit code 2."""
+from __future__ import absolute_import, division, print_function
+
+import pytest
+
+from gloaddriver import cli, errors
+
+
+def test_defaults_follow_the_seed_scenario():
+    c = cli.parse([], environ={})
+    assert (c.backend, c.connector, c.greenlets, c.connections) == ('tarantool', 'buffered', 10, 1)
+    assert [p.name for p in c.phases] == ['insert', 'select', 'update', 'delete']
+    assert (c.value_size, c.ops, c.keys, c.host, c.port) == (1536, 100000, 100000, '127.0.0.1', 3301)
+
+
+def test_password_from_environment_and_masked_in_argv():
+    c = cli.parse(['--user', 'u'], environ={cli.PASSWORD_ENV: 's3cret'})
+    assert c.password == 's3cret'
+    c = cli.parse(['--password', 'hunter2', '--password=x'], environ={})
+    assert 'hunter2' not in ' '.join(c.argv) and 'x' not in c.argv[-1].split('=')[1]
+
+
+def test_mix_parses_weights():
+    c = cli.parse(['--mix', 'select=90,update=10,delete=0'], environ={})
+    (phase,) = c.phases
+    assert phase.name == 'mix' and phase.weights == (('select', 90), ('update', 10))
+
+
+@pytest.mark.parametrize('argv', [
+    ['--greenlets', '0'], ['--greenlets', 'many'], ['--ops', '-1'], ['--connector', 'x'],
+    ['--distribution', 'pareto'], ['--duration', 'soon'], ['--backend', 'redis'],
+])
+def test_bad_values_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.parse(argv, environ={})
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and err.startswith('gloaddriver: error:')
+
+
+@pytest.mark.parametrize('argv,words', [
+    (['--uri', 'nohost'], 'HOST:PORT'),
+    (['--uri', 'h:99999'], 'HOST:PORT'),
+    (['--phases', 'insert,scan'], 'unknown op'),
+    (['--mix', 'select'], 'op=weight'),
+    (['--mix', 'select=50', '--phases', 'insert'], 'exclude'),
+    (['--connector', 'sync', '--connections', '2'], 'buffered'),
+    (['--greenlets', '2', '--connections', '3'], 'exceeds'),
+    (['--ops', '0'], '--duration'),
+])
+def test_impossible_combinations_are_config_errors(argv, words):
+    with pytest.raises(errors.ConfigError) as e:
+        cli.parse(argv, environ={})
+    assert words in str(e.value)
+
+
+def test_main_returns_2_on_config_error(capsys):
+    assert cli.main(['--ops', '0']) == 2
+    assert 'Traceback' not in capsys.readouterr().err

@@ -1,0 +1,64 @@
+"""Stats accounting and key generators: pure code."""
+from __future__ import absolute_import, division, print_function
+
+from collections import Counter
+
+import pytest
+
+from gloaddriver import errors, keys, stats
+
+
+def test_opstats_accounts_every_outcome():
+    st = stats.OpStats('insert')
+    st.attempted = 6
+    st.lat[10] += 2
+    st.lat[2000] += 1
+    st.error(errors.ServerError(3, 'dup'))
+    st.error(errors.RequestTimeout('slow'))
+    st.error(ValueError('bug'))
+    st.check()
+    st.drain()
+    assert st.ok == 3 and st.timed_out == 1
+    assert st.failed == {'server:3': 1, 'client:ValueError': 1}
+    summary = stats.latency_summary(st.hist, st.sum_us)
+    assert summary['p50'] == 10 and summary['max'] >= 1999
+    assert summary['mean'] == round((10 + 10 + 2000) / 3, 1)
+    st.attempted += 1
+    with pytest.raises(errors.GloadError):
+        st.check()
+
+
+def test_drain_moves_latencies_into_the_phase_histogram():
+    st = stats.OpStats('select')
+    for v in range(1, 101):
+        st.lat[v] += 1
+    interval = st.drain()
+    assert interval.get_total_count() == 100 and st.hist.get_total_count() == 100
+    st.lat[5000] += 1
+    interval = st.drain()
+    assert interval.get_total_count() == 1 and st.hist.get_total_count() == 101
+    encoded = st.hist.encode()
+    assert stats.decode_histogram(encoded).get_total_count() == 101
+
+
+def test_sequential_keys_once_each_then_wrap():
+    nk = keys.sequential(5, start=10)
+    assert [nk() for _ in range(7)] == [10, 11, 12, 13, 14, 10, 11]
+
+
+def test_random_keys_are_seeded_and_in_range():
+    a = keys.generator('uniform', 1000, 42, 'select', 3)
+    b = keys.generator('uniform', 1000, 42, 'select', 3)
+    sa = [a() for _ in range(500)]
+    assert sa == [b() for _ in range(500)]
+    assert all(0 <= k < 1000 for k in sa)
+    c = keys.generator('uniform', 1000, 42, 'select', 4)
+    assert [c() for _ in range(500)] != sa
+
+
+def test_zipfian_is_skewed_toward_low_keys():
+    z = keys.generator('zipfian', 1000, 1, 'p', 0)
+    counts = Counter(z() for _ in range(20000))
+    assert all(0 <= k < 1000 for k in counts)
+    assert counts[0] > counts[10] > counts[500]
+    assert counts[0] > 20000 * 0.05
