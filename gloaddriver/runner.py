@@ -13,6 +13,7 @@ from bisect import bisect_right
 
 import gevent
 
+from gloaddriver import errors
 from gloaddriver import keys as keygen
 from gloaddriver import stats
 from gloaddriver import syscalls
@@ -35,6 +36,16 @@ class Budget(object):
             self.reason = reason
 
 
+def _failed(budget, st, exc):
+    """The error path of one op (kept out of the hot loop)."""
+    st.error(exc)
+    if isinstance(exc, errors.GaveUp):
+        budget.stop(str(exc))
+    # An op that fails without blocking (connection down) must still yield,
+    # or its worker would spin and starve the ticker and everyone else.
+    gevent.sleep(0)
+
+
 def _run_single(budget, st, fn, next_key, clock=clock):
     """The hot loop of a one-op phase: keep it lean, it runs once per op."""
     while budget.left > 0:
@@ -45,7 +56,7 @@ def _run_single(budget, st, fn, next_key, clock=clock):
         try:
             r = fn(key)
         except Exception as e:  # every failure is counted by kind, none escapes
-            st.error(e)
+            _failed(budget, st, e)
             continue
         st.lat[int((clock() - t0) * 1000000.0)] += 1
         if not r:
@@ -64,7 +75,7 @@ def _run_mix(budget, table, cumulative, rand, clock=clock):
         try:
             r = fn(key)
         except Exception as e:
-            st.error(e)
+            _failed(budget, st, e)
             continue
         st.lat[int((clock() - t0) * 1000000.0)] += 1
         if not r:

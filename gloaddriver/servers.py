@@ -54,6 +54,21 @@ def free_port():
         s.close()
 
 
+def _detach():
+    """preexec_fn of a server: own session, and killed if its parent dies.
+
+    PR_SET_PDEATHSIG makes the kernel SIGKILL the server when the process
+    that spawned it exits by any means (even kill -9), so a killed test run
+    or driver never leaves a private server behind.
+    """
+    os.setsid()
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG = 1
+    except Exception:
+        pass
+
+
 def which(name):
     for d in os.environ.get('PATH', '').split(os.pathsep):
         path = os.path.join(d, name)
@@ -134,7 +149,7 @@ class TarantoolServer(object):
         try:
             self.proc = subprocess.Popen([self.binary, init], cwd=self.work_dir, env=env,
                                          stdout=out, stderr=subprocess.STDOUT,
-                                         preexec_fn=os.setsid)
+                                         preexec_fn=_detach)
         finally:
             out.close()
         try:
@@ -181,7 +196,7 @@ class TarantoolServer(object):
         try:
             self.proc = subprocess.Popen([self.binary, os.path.join(self.work_dir, 'init.lua')],
                                          cwd=self.work_dir, env=env, stdout=out,
-                                         stderr=subprocess.STDOUT, preexec_fn=os.setsid)
+                                         stderr=subprocess.STDOUT, preexec_fn=_detach)
         finally:
             out.close()
         _wait_listening(self.port, self.proc, os.path.join(self.work_dir, 'tarantool.log'),

@@ -357,6 +357,13 @@ class Connection(object):
                     self.responses += 1
             except P.ProtocolError as e:
                 return self._lost(sock, e)
+            except Exception as e:
+                # Whatever broke the parser, the stream can no longer be
+                # trusted: fail every waiter now rather than leave them to
+                # time out one by one.
+                return self._lost(sock, P.ProtocolError(
+                    'cannot parse the reply stream from %s: %s: %s'
+                    % (self.address, e.__class__.__name__, e)))
             if self._room_waiters and len(waiters) < self.max_pending:
                 self._wake_room()
 

@@ -12,12 +12,14 @@ and one ``msgpack.Unpacker`` does all the buffering of partial frames.
 from __future__ import absolute_import, division, print_function
 
 import base64
+import codecs
 import hashlib
 import struct
 
 import msgpack
 
 from gloaddriver import errors
+from gloaddriver.compat import PY2
 
 # Request and reply codes (header key REQUEST_TYPE).
 OK = 0x00
@@ -97,12 +99,31 @@ def scramble(salt, password):
     return bytes(bytearray(a ^ b for a, b in zip(bytearray(hash1), bytearray(salted))))
 
 
+def _surrogateescape(exc):
+    # Python 2 has no 'surrogateescape'; this is the same mapping (each bad
+    # byte b becomes U+DC00+b), so no byte is lost on either interpreter.
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    bad = bytearray(exc.object[exc.start:exc.end])
+    return u''.join(unichr(0xdc00 + b) for b in bad), exc.end  # noqa: F821
+
+
+if PY2:  # pragma: no cover - 2.7 only
+    UNICODE_ERRORS = 'gloaddriver.surrogateescape'
+    codecs.register_error(UNICODE_ERRORS, _surrogateescape)
+else:
+    UNICODE_ERRORS = 'surrogateescape'
+
+
 def _new_unpacker():
-    # IPROTO maps have integer keys, which msgpack >= 1.0 refuses by default.
+    # A Tarantool string may hold any bytes (Lua strings are not UTF-8
+    # checked): decoding with surrogateescape keeps every byte instead of
+    # failing the whole stream. IPROTO maps have integer keys, which msgpack
+    # >= 1.0 refuses unless strict_map_key=False.
     try:
-        return msgpack.Unpacker(raw=False, strict_map_key=False)
+        return msgpack.Unpacker(raw=False, strict_map_key=False, unicode_errors=UNICODE_ERRORS)
     except TypeError:  # msgpack < 1.0 has no strict_map_key and allows int keys
-        return msgpack.Unpacker(raw=False)
+        return msgpack.Unpacker(raw=False, unicode_errors=UNICODE_ERRORS)
 
 
 def unpack_one(data):

@@ -1,0 +1,85 @@
+"""A private Tarantool per test session, a fresh space per test, CLI helpers."""
+from __future__ import absolute_import, division, print_function
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from gloaddriver.backends.tarantool.connection import Connection
+from gloaddriver.servers import TarantoolServer
+
+_names = itertools.count(1)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope='session')
+def tarantool():
+    server = TarantoolServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tarantool_own():
+    """A server of the test's own, for tests that kill or pause it."""
+    server = TarantoolServer().start()
+    yield server
+    server.stop()
+
+
+def connect(server, **kw):
+    return Connection(server.host, server.port, server.user, server.password, **kw).connect()
+
+
+def create_space(server, name=None):
+    name = name or 'space_%d_%d' % (os.getpid(), next(_names))
+    conn = connect(server)
+    try:
+        conn.eval(u"""
+            local s = box.schema.space.create(..., {format = {{'id', 'unsigned'}, {'value', 'string'}}})
+            s:create_index('primary', {parts = {1, 'unsigned'}})""", name)
+    finally:
+        conn.close()
+    return name
+
+
+@pytest.fixture
+def space(tarantool):
+    return create_space(tarantool)
+
+
+def run_cli(args, server=None, env=None, timeout=300):
+    """Run ``python -m gloaddriver`` as a user would; return (rc, stdout, stderr, json)."""
+    out = tempfile.NamedTemporaryFile(suffix='.json', delete=False)
+    out.close()
+    os.unlink(out.name)
+    argv = [sys.executable, '-m', 'gloaddriver', '--progress', '0', '--json', out.name] + args
+    e = dict(os.environ, PYTHONPATH=ROOT)
+    if server is not None:
+        argv += ['--uri', server.uri, '--user', server.user]
+        e['GLOADDRIVER_PASSWORD'] = server.password
+    e.update(env or {})
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, cwd=ROOT)
+    stdout, stderr = p.communicate()   # the driver bounds itself; CI bounds the suite
+    result = None
+    if os.path.exists(out.name):
+        with open(out.name) as f:
+            result = json.load(f)
+        os.unlink(out.name)
+    return p.returncode, stdout.decode('utf-8', 'replace'), stderr.decode('utf-8', 'replace'), result
+
+
+def assert_accounted(result):
+    """ok + failed + timed_out == attempted, in every phase and every op of a mix."""
+    for phase in result['phases']:
+        parts = [phase] + list(phase.get('ops', {}).values())
+        for p in parts:
+            assert p['ok'] + p['failed'] + p['timed_out'] == p['attempted'], p
+            assert sum(p['errors'].values()) == p['failed'] + p['timed_out'], p
+        if 'ops' in phase:
+            assert sum(o['attempted'] for o in phase['ops'].values()) == phase['attempted']

@@ -1,0 +1,237 @@
+"""The buffered connection against a real Tarantool: data, errors, failure modes."""
+from __future__ import absolute_import, division, print_function
+
+import time
+
+import gevent
+import pytest
+
+from gloaddriver import errors, workload
+from gloaddriver.backends.tarantool.backend import make_ops
+from tests.integration.conftest import connect, create_space
+
+
+def test_select_returns_exactly_what_insert_and_update_wrote(tarantool, space):
+    conn = connect(tarantool)
+    try:
+        sid = conn.space_id(space)
+        values = workload.values(1536)
+        ops = make_ops(conn, sid, values)
+        for k in range(300):
+            assert ops['insert'](k) == [[k, values[k % 100]]]
+        for k in range(300):
+            (row,) = ops['select'](k)
+            assert row == [k, values[k % 100]] and isinstance(row[1], type(u''))
+        for k in range(0, 300, 3):
+            ops['update'](k)
+        for k in range(300):
+            expect = values[(k + 1) % 100] if k % 3 == 0 else values[k % 100]
+            assert ops['select'](k) == [[k, expect]]
+        assert ops['delete'](7) == [[7, values[7]]]
+        assert ops['select'](7) == [] and ops['delete'](7) == []
+    finally:
+        conn.close()
+
+
+def test_binary_and_text_round_trip(tarantool):
+    conn = connect(tarantool)
+    try:
+        name = 'bin_%d' % id(conn)
+        conn.eval(u"box.schema.space.create(...):create_index('pk')", name)
+        rows = [[1, u'caf\xe9 \u20ac', b'\x00\xff\x80', u'', 2 ** 63, -2 ** 63, 1.5, True, None,
+                 [1, [u'x']], {u'k': b'v'}]]
+        conn.insert(name, rows[0])
+        assert conn.select(name, [1]) == rows
+    finally:
+        conn.close()
+
+
+def test_non_utf8_strings_keep_every_byte(tarantool):
+    conn = connect(tarantool)
+    try:
+        (got,) = conn.eval(u"return '\\xff\\x00ok\\x80'")
+        if str is bytes:   # 2.7: the registered equivalent of surrogateescape
+            raw = bytes(bytearray(ord(c) - 0xdc00 if ord(c) >= 0xdc00 else ord(c) for c in got))
+        else:
+            raw = got.encode('utf-8', 'surrogateescape')
+        assert raw == b'\xff\x00ok\x80'
+        assert conn.ping() is None    # the stream is still in sync
+    finally:
+        conn.close()
+
+
+def test_server_errors_are_not_network_errors(tarantool, space):
+    conn = connect(tarantool)
+    try:
+        conn.insert(space, [1, u'a'])
+        with pytest.raises(errors.ServerError) as e:
+            conn.insert(space, [1, u'b'])
+        assert e.value.code == 3 and 'Duplicate' in e.value.message
+        with pytest.raises(errors.ServerError) as e:
+            conn.insert(space, [2, b'binary into a string field'])
+        assert not isinstance(e.value, errors.NetworkError)
+        with pytest.raises(errors.SchemaError) as e:
+            conn.space_id('no_such_space')
+        assert 'create' in str(e.value)
+        assert conn.ping() is None
+        assert conn.call(u'tostring', 5) == [u'5']
+        assert conn.eval(u'return ...', 1, u'two') == [1, u'two']
+        with pytest.raises(errors.ServerError) as e:
+            conn.call(u'no_such_function')
+        assert e.value.code == 33
+    finally:
+        conn.close()
+
+
+def test_schema_cache_is_keyed_by_text(tarantool, space):
+    conn = connect(tarantool)
+    try:
+        conn.space_id(space)
+        before = conn.requests
+        for name in (space, space.encode('utf-8'), u'%s' % space):
+            conn.select(name, [1])
+        # three selects, no schema look-up: bytes and text names hit the same entry
+        assert conn.requests - before == 3
+    finally:
+        conn.close()
+
+
+def test_many_greenlets_share_one_socket_in_batches(tarantool, space):
+    conn = connect(tarantool)
+    try:
+        sid = conn.space_id(space)
+        n, per = 100, 50
+
+        def work(i):
+            for j in range(per):
+                conn.insert(sid, [i * per + j, u'v'])
+        before = conn.stats()
+        gevent.joinall([gevent.spawn(work, i) for i in range(n)], raise_error=True)
+        after = conn.stats()
+        requests = after['requests'] - before['requests']
+        sends = after['sends'] - before['sends']
+        assert requests == n * per
+        assert requests / sends > 10, (requests, sends)
+        assert conn.select(sid, [], limit=10 ** 6, iterator=2).__len__() == n * per
+    finally:
+        conn.close()
+
+
+def test_backpressure_bounds_requests_in_flight(tarantool, space):
+    conn = connect(tarantool, max_pending=4)
+    try:
+        sid = conn.space_id(space)
+        peak = [0]
+
+        def watch():
+            while True:
+                peak[0] = max(peak[0], len(conn._waiters))
+                gevent.sleep(0)
+
+        w = gevent.spawn(watch)
+
+        def work(i):
+            for j in range(20):
+                conn.replace(sid, [i * 20 + j, u'v'])
+        gevent.joinall([gevent.spawn(work, i) for i in range(30)], raise_error=True)
+        w.kill()
+        assert 0 < peak[0] <= 4
+        assert len(conn.select(sid, [], limit=10 ** 6, iterator=2)) == 600
+    finally:
+        conn.close()
+
+
+def test_wrong_password_and_unreachable_server(tarantool):
+    from gloaddriver.backends.tarantool.connection import Connection
+    with pytest.raises(errors.AuthError) as e:
+        Connection(tarantool.host, tarantool.port, tarantool.user, 'wrong').connect()
+    assert 'password' in str(e.value) and 'wrong' not in str(e.value).split('refused')[0]
+    with pytest.raises(errors.ConnectError) as e:
+        Connection('127.0.0.1', 1, connect_timeout=2).connect()
+    assert '127.0.0.1:1' in str(e.value) and 'refused' in str(e.value)
+
+
+def test_killed_server_fails_every_waiter_at_once_then_reconnects(tarantool_own):
+    server = tarantool_own
+    conn = connect(server, timeout=3.0)
+    try:
+        sid = conn.space_id('gloaddriver')
+        server.pause()   # requests pile up unanswered
+        outcomes = []
+
+        def one(i):
+            t0 = time.time()
+            try:
+                conn.replace(sid, [i, u'x'])
+                outcomes.append(('ok', time.time() - t0))
+            except errors.OpError as e:
+                outcomes.append((e.kind, time.time() - t0))
+        jobs = [gevent.spawn(one, i) for i in range(50)]
+        gevent.sleep(0.3)
+        assert len(conn._waiters) == 50
+        server.kill()
+        gevent.joinall(jobs, timeout=10)
+        assert len(outcomes) == 50
+        assert all(kind == 'network' for kind, _t in outcomes), outcomes[:3]
+        assert max(t for _k, t in outcomes) < 3.0   # failed when the socket died, not by timeout
+        with pytest.raises(errors.NetworkError):
+            conn.ping()   # still down: fails within the request timeout, never hangs
+        server.restart()
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                conn.ping()
+                break
+            except errors.NetworkError:
+                gevent.sleep(0.1)
+        assert conn.reconnects == 1 and conn.outage_seconds > 0
+        assert conn.replace(sid, [1, u'back']) == [[1, u'back']]
+    finally:
+        conn.close()
+
+
+def test_stalled_server_times_requests_out_and_counts_late_replies(tarantool_own):
+    server = tarantool_own
+    conn = connect(server, timeout=0.5)
+    try:
+        sid = conn.space_id('gloaddriver')
+        server.pause()
+        t0 = time.time()
+        with pytest.raises(errors.RequestTimeout):
+            conn.replace(sid, [1, u'x'])
+        elapsed = time.time() - t0
+        assert 0.5 <= elapsed < 0.5 + 0.5, elapsed
+        server.resume()
+        deadline = time.time() + 5
+        while conn.late == 0 and time.time() < deadline:
+            gevent.sleep(0.05)
+        assert conn.late == 1    # the reply came, after its op was counted as timed out
+        assert conn.replace(sid, [2, u'y']) == [[2, u'y']]
+    finally:
+        server.resume()
+        conn.close()
+
+
+def test_sync_baseline_and_buffered_read_each_others_values(tarantool, space):
+    import tarantool as tnt
+    from gloaddriver.backends.tarantool import sync
+    values = workload.values(300)
+    plain = tnt.Connection(tarantool.host, tarantool.port, user=tarantool.user,
+                           password=tarantool.password, encoding='utf-8')
+    conn = connect(tarantool)
+    try:
+        sid = conn.space_id(space)
+        sync_ops = sync.make_ops(plain, sid, values)
+        buf_ops = make_ops(conn, sid, values)
+        for k in range(0, 100, 2):
+            sync_ops['insert'](k)
+            buf_ops['insert'](k + 1)
+        for k in range(100):
+            assert buf_ops['select'](k) == [[k, values[k % 100]]]
+            assert list(sync_ops['select'](k)) == [[k, values[k % 100]]]
+        with pytest.raises(errors.ServerError) as e:
+            sync_ops['insert'](0)
+        assert e.value.code == 3   # the baseline's errors land in the same tree
+    finally:
+        plain.close()
+        conn.close()
