@@ -20,7 +20,7 @@ Config = namedtuple('Config', [
     'backend', 'connector', 'greenlets', 'connections', 'host', 'port', 'user', 'password',
     'space', 'spawn', 'wal_mode', 'ops', 'duration', 'warmup', 'phases', 'keys',
     'distribution', 'value_size', 'seed', 'json', 'progress', 'timeout', 'connect_timeout',
-    'outage_limit', 'max_pending', 'syscalls', 'argv'])
+    'outage_limit', 'max_pending', 'overlap', 'syscalls', 'argv'])
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,6 +119,9 @@ def build_parser():
                    help='abort the run when the server stays unreachable this long')
     g.add_argument('--max-pending', type=_positive_int, default=10000, metavar='N',
                    help='buffered: requests in flight per connection before callers wait')
+    g.add_argument('--no-overlap', dest='overlap', action='store_false',
+                   help='buffered: send each batch whole, one send per loop pass, instead of '
+                        'flushing half of it early so client and server work overlap')
     g = p.add_argument_group('output')
     g.add_argument('--json', default=None, metavar='FILE', help='write the result as JSON')
     g.add_argument('--progress', type=_seconds, default=1.0, metavar='SECONDS',
@@ -164,7 +167,7 @@ def parse(argv=None, environ=None):
         keys=args.keys or args.ops or 100000, distribution=args.distribution,
         value_size=args.value_size, seed=args.seed, json=args.json, progress=args.progress,
         timeout=args.timeout, connect_timeout=args.connect_timeout,
-        outage_limit=args.outage_limit, max_pending=args.max_pending,
+        outage_limit=args.outage_limit, max_pending=args.max_pending, overlap=args.overlap,
         syscalls=args.syscalls, argv=tuple(mask_argv(argv)))
 
 

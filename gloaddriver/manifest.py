@@ -98,6 +98,7 @@ def build(config, backend, server_settings, syscall_source, syscall_reason):
         'value_size': config.value_size,
         'phases': [{'name': p.name, 'weights': dict(p.weights)} for p in config.phases],
         'timeout': config.timeout,
+        'overlap': config.overlap if config.connector == 'buffered' else None,
         'syscall_source': syscall_source,
         'syscall_reason': syscall_reason,
     })

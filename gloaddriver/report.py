@@ -20,6 +20,7 @@ COLUMNS = (
     ('p99us', '%7s', lambda p: _n(p['latency_us']['p99'])),
     ('p99.9us', '%8s', lambda p: _n(p['latency_us']['p999'])),
     ('maxus', '%8s', lambda p: _n(p['latency_us']['max'])),
+    ('cpuus/op', '%8s', lambda p: _f(p.get('cpu_us_per_op'), 1)),
     ('sys/op', '%7s', lambda p: _f(p['syscalls'].get('per_op'))),
     ('net/op', '%7s', lambda p: _f(p['syscalls'].get('network_per_op'))),
     ('req/send', '%8s', lambda p: _f(p['batching'].get('requests_per_send'), 1)),

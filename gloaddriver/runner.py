@@ -8,6 +8,7 @@ ok / failed (by kind) / timed out. The checks in ``OpStats.check`` prove it.
 """
 from __future__ import absolute_import, division, print_function
 
+import resource
 import sys
 from bisect import bisect_right
 
@@ -138,6 +139,7 @@ class Run(object):
         workers = []
         sys0 = self.counter.snapshot()
         io0 = self.backend.io_counts()
+        cpu0 = _cpu()
         t0 = clock()
         for w in range(cfg.greenlets):
             fns = self.backend.worker_ops(w)
@@ -157,6 +159,7 @@ class Run(object):
         ticker = gevent.spawn(self._tick, spec.name, ops, budget, t0)
         gevent.joinall(workers)
         t1 = clock()
+        cpu1 = _cpu()
         sys1 = self.counter.snapshot()
         io1 = self.backend.io_counts()
         ticker.kill()
@@ -167,8 +170,9 @@ class Run(object):
             st.check()
         if budget.reason not in (None, 'duration'):
             self.aborted = budget.reason
+        cpu = cpu1 - cpu0
         return self._phase_result(spec, ops, t1 - t0, self.counter.delta(sys0, sys1),
-                                  _delta(io0, io1))
+                                  _delta(io0, io1), cpu)
 
     # -- the ticker: progress lines and the outage watchdog ----------------------
 
@@ -208,12 +212,14 @@ class Run(object):
 
     # -- results --------------------------------------------------------------------
 
-    def _phase_result(self, spec, ops, seconds, sysd, iod):
+    def _phase_result(self, spec, ops, seconds, sysd, iod, cpu):
         hist = stats.new_histogram()
         for st in ops:
             hist.add(st.hist)
         res = _counts(ops, seconds, hist, sum(st.sum_us for st in ops))
         res['name'] = spec.name
+        # user+sys CPU of this process (all its greenlets and threads) per op
+        res['cpu_us_per_op'] = round(cpu * 1e6 / res['attempted'], 2) if res['attempted'] else None
         res['syscalls'] = self._syscall_block(sysd, iod, res['attempted'])
         res['batching'] = _batching(sysd, iod, res['attempted'])
         if len(ops) > 1:
@@ -276,6 +282,12 @@ def _batching(sysd, iod, attempted):
                 'requests_per_send': round(attempted / sends, 2) if sends else None,
                 'responses_per_recv': round(attempted / recvs, 2) if recvs else None}
     return {'source': None, 'requests_per_send': None, 'responses_per_recv': None}
+
+
+def _cpu():
+    # getrusage has microsecond resolution; os.times() ticks in 10 ms.
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _delta(a, b):

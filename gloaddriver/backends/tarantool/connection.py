@@ -45,7 +45,7 @@ class Connection(object):
 
     def __init__(self, host, port, user=None, password=None, timeout=5.0,
                  connect_timeout=3.0, max_pending=10000, read_buffer=256 * 1024,
-                 reconnect=True, outage_limit=30.0, name='tarantool'):
+                 reconnect=True, outage_limit=30.0, name='tarantool', overlap=True):
         self.host = host
         self.port = port
         self.user = user
@@ -57,11 +57,12 @@ class Connection(object):
         self.reconnect = reconnect
         self.outage_limit = outage_limit
         self.name = name
+        self.overlap = overlap
         self.server_version = None
 
         self._hub = get_hub()
         self._callback = self._hub.loop.run_callback
-        self._enc = P.Encoder()
+        self.encoder = P.Encoder()
         self._sock = None
         self._up = Event()
         self._closed = False
@@ -131,7 +132,7 @@ class Connection(object):
     def _authenticate(self, sock, salt):
         buf = bytearray()
         self._sync += 1
-        self._enc.auth(buf, self._sync, self.user, salt, self._password or '')
+        self.encoder.auth(buf, self._sync, self.user, salt, self._password or '')
         sock.sendall(bytes(buf))
         reader = P.ResponseReader()
         while True:
@@ -196,80 +197,64 @@ class Connection(object):
                 continue
             return
 
-    def _roundtrip(self, sync):
-        """Park the calling greenlet until the reply for ``sync`` arrives."""
-        w = Waiter(self._hub)
-        self._waiters[sync] = w
+    def request(self, encode, *args):
+        """Send the request ``encode(buf, sync, *args)`` builds and park until its reply.
+
+        ``encode`` is a bound method of ``self.encoder``. This is the path of
+        every op; the workload calls it directly to save a call per request.
+        Returns the reply's data (a list of tuples, or None).
+        """
+        if self._sock is None or len(self._waiters) >= self.max_pending:
+            self._wait_ready()
+        self._sync = sync = self._sync + 1
+        encode(self._out, sync, *args)
+        w = self._waiters[sync] = Waiter(self._hub)
         self.requests += 1
         ww = self._writer_waiter
         if ww is not None:
+            # First request since the writer went idle: schedule it once; it
+            # runs after every greenlet woken in this loop pass has appended.
             self._writer_waiter = None
             self._callback(ww.switch, None)
         return w.get()
 
-    def _begin(self):
-        if self._sock is None or len(self._waiters) >= self.max_pending:
-            self._wait_ready()
-        self._sync = sync = self._sync + 1
-        return sync
+    def _space(self, space):
+        return space if space.__class__ is int else self.space_id(space)
+
+    def _index(self, space_id, index):
+        return index if index.__class__ is int else self.index_id(space_id, index)
 
     def select(self, space, key, index=0, limit=P.MAX_SELECT, offset=0, iterator=P.ITERATOR_EQ):
         """Return the list of tuples matching ``key`` (a list) in ``space``."""
-        space_id = space if space.__class__ is int else self.space_id(space)
-        if index.__class__ is not int:
-            index = self.index_id(space_id, index)
-        sync = self._begin()
-        self._enc.select(self._out, sync, space_id, index, key, limit, offset, iterator)
-        return self._roundtrip(sync)
+        space_id = self._space(space)
+        return self.request(self.encoder.select, space_id, self._index(space_id, index), key,
+                            limit, offset, iterator)
 
     def insert(self, space, values):
-        space_id = space if space.__class__ is int else self.space_id(space)
-        sync = self._begin()
-        self._enc.insert(self._out, sync, space_id, values)
-        return self._roundtrip(sync)
+        return self.request(self.encoder.insert, self._space(space), values)
 
     def replace(self, space, values):
-        space_id = space if space.__class__ is int else self.space_id(space)
-        sync = self._begin()
-        self._enc.replace(self._out, sync, space_id, values)
-        return self._roundtrip(sync)
+        return self.request(self.encoder.replace, self._space(space), values)
 
     def update(self, space, key, ops, index=0):
-        space_id = space if space.__class__ is int else self.space_id(space)
-        if index.__class__ is not int:
-            index = self.index_id(space_id, index)
-        sync = self._begin()
-        self._enc.update(self._out, sync, space_id, index, key, ops)
-        return self._roundtrip(sync)
+        space_id = self._space(space)
+        return self.request(self.encoder.update, space_id, self._index(space_id, index), key, ops)
 
     def upsert(self, space, values, ops):
-        space_id = space if space.__class__ is int else self.space_id(space)
-        sync = self._begin()
-        self._enc.upsert(self._out, sync, space_id, values, ops)
-        return self._roundtrip(sync)
+        return self.request(self.encoder.upsert, self._space(space), values, ops)
 
     def delete(self, space, key, index=0):
-        space_id = space if space.__class__ is int else self.space_id(space)
-        if index.__class__ is not int:
-            index = self.index_id(space_id, index)
-        sync = self._begin()
-        self._enc.delete(self._out, sync, space_id, index, key)
-        return self._roundtrip(sync)
+        space_id = self._space(space)
+        return self.request(self.encoder.delete, space_id, self._index(space_id, index), key)
 
     def call(self, name, *args):
-        sync = self._begin()
-        self._enc.call(self._out, sync, name, args)
-        return self._roundtrip(sync)
+        return self.request(self.encoder.call, name, args)
 
     def eval(self, expr, *args):
-        sync = self._begin()
-        self._enc.eval(self._out, sync, expr, args)
-        return self._roundtrip(sync)
+        return self.request(self.encoder.eval, expr, args)
 
     def ping(self):
-        sync = self._begin()
-        self._enc.ping(self._out, sync)
-        return self._roundtrip(sync)
+        return self.request(self.encoder.ping)
 
     # -- schema: names to ids, cached by decoded text ---------------------------
 
@@ -301,6 +286,7 @@ class Connection(object):
 
     def _write_loop(self, sock):
         hub = self._hub
+        send, wait_writable = _raw_io(sock, 'send', '_write_event')
         while self._sock is sock:
             data = self._out
             if not data:
@@ -310,13 +296,17 @@ class Connection(object):
             self._out = bytearray()
             try:
                 # send(), not sendall(): gevent's sendall adds a getsockopt
-                # syscall per call; a batch normally fits the socket buffer.
-                sent = sock.send(data)
-                self.sends += 1
-                while sent < len(data):
-                    data = memoryview(data)[sent:]
-                    sent = sock.send(data)
+                # syscall per call; a batch normally goes out in one send.
+                while data:
+                    try:
+                        sent = send(data)
+                    except _stdsocket.error as e:
+                        if e.args[0] not in _WOULD_BLOCK:
+                            raise
+                        wait_writable()
+                        continue
                     self.sends += 1
+                    data = memoryview(data)[sent:] if sent < len(data) else None
             except (_stdsocket.error, OSError) as e:
                 self._lost(sock, errors.NetworkError(
                     'connection to %s lost while sending: %s' % (self.address, _reason(e))))
@@ -330,10 +320,22 @@ class Connection(object):
         responses = parser.responses
         waiters = self._waiters
         callback = self._callback
+        overlap = self.overlap
+        recv_into, wait_readable = _raw_io(sock, 'recv_into', '_read_event')
+        size = len(buf)
+        n = size
         while self._sock is sock:
             try:
-                n = sock.recv_into(buf)
+                if n < size:
+                    # The last read did not fill the buffer, so the socket is
+                    # drained: wait for readability instead of paying for a
+                    # recv that would only say EAGAIN.
+                    wait_readable()
+                n = recv_into(buf)
             except (_stdsocket.error, OSError) as e:
+                if e.args and e.args[0] in _WOULD_BLOCK:
+                    n = -1   # nothing there yet: wait, then read again
+                    continue
                 return self._lost(sock, errors.NetworkError(
                     'connection to %s lost while reading: %s' % (self.address, _reason(e))))
             if not n:
@@ -342,7 +344,14 @@ class Connection(object):
             self.recvs += 1
             feed(view[:n])
             try:
-                for sync, code, body in responses():
+                replies = responses()
+                # Flush point at the middle of a large chunk: the writer runs
+                # after the first half of the callers woken, so the server
+                # starts on their next requests while we wake the rest; client
+                # and server overlap instead of taking turns on one batch.
+                flush_at = len(replies) >> 1 if overlap and len(replies) >= 8 else -1
+                woken = 0
+                for sync, code, body in replies:
                     waiter = waiters.pop(sync, None)
                     if waiter is None:
                         self.late += 1
@@ -355,6 +364,12 @@ class Connection(object):
                     else:
                         callback(waiter.throw, P.server_error(code, body))
                     self.responses += 1
+                    woken += 1
+                    if woken == flush_at:
+                        ww = self._writer_waiter
+                        if ww is not None:
+                            self._writer_waiter = None
+                            callback(ww.switch, None)
             except P.ProtocolError as e:
                 return self._lost(sock, e)
             except Exception as e:
@@ -460,6 +475,26 @@ class Connection(object):
             'sends': self.sends, 'recvs': self.recvs, 'late': self.late,
             'reconnects': self.reconnects, 'outage_seconds': self.outage_seconds,
         }
+
+
+_WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
+
+
+def _raw_io(sock, method, event):
+    """(io call, wait) on a gevent socket, skipping gevent's Python wrapper.
+
+    gevent's own recv_into/send first try the call, then wait, then retry:
+    every drained read costs an extra EAGAIN syscall and a Python frame. We
+    call the real socket's method and wait on gevent's watcher ourselves.
+    These are gevent internals (the same from 22.10 to 26.x); without them we
+    fall back to the public methods, which are correct, only dearer.
+    """
+    raw = getattr(sock, '_sock', None)
+    watcher = getattr(sock, event, None)
+    wait = getattr(sock, '_wait', None)
+    if raw is None or watcher is None or wait is None or not hasattr(raw, method):
+        return getattr(sock, method), lambda: None
+    return getattr(raw, method), lambda: wait(watcher)
 
 
 def _recv_exactly(sock, size):

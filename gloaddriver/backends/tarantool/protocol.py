@@ -73,6 +73,7 @@ MAX_SELECT = 0xffffffff
 # connection and ordering by sync is ordering by send time.
 _HEAD = struct.Struct('>BIBBBBBQ')
 _HEAD_AFTER_LEN = _HEAD.size - 5
+_pack_head = _HEAD.pack
 
 
 class ProtocolError(errors.NetworkError):
@@ -139,6 +140,10 @@ class Encoder(object):
     Text is packed as msgpack str and bytes as msgpack bin on both Python 2 and
     3 (one explicit model: ``unicode``/``str`` is text, py2 ``str``/py3
     ``bytes`` is binary), so both interpreters put the same bytes on the wire.
+
+    One method per request type: the body shape lives here, and each method
+    packs its own frame, so a request costs its caller one Python call (the
+    data-path ones are the hot path of every op).
     """
 
     def __init__(self):
@@ -146,34 +151,46 @@ class Encoder(object):
 
     def request(self, buf, code, sync, body):
         payload = self._pack(body)
-        buf += _HEAD.pack(0xce, _HEAD_AFTER_LEN + len(payload), 0x82,
-                          REQUEST_TYPE, code, SYNC, 0xcf, sync)
+        buf += _pack_head(0xce, _HEAD_AFTER_LEN + len(payload), 0x82, REQUEST_TYPE, code,
+                          SYNC, 0xcf, sync)
         buf += payload
-
-    # One method per request type, so the body shape lives here and a request
-    # costs its caller a single Python call.
 
     def select(self, buf, sync, space_id, index_id, key, limit=MAX_SELECT,
                offset=0, iterator=ITERATOR_EQ):
-        self.request(buf, SELECT, sync, {
-            SPACE_ID: space_id, INDEX_ID: index_id, LIMIT: limit,
-            OFFSET: offset, ITERATOR: iterator, KEY: key})
+        payload = self._pack({SPACE_ID: space_id, INDEX_ID: index_id, LIMIT: limit,
+                              OFFSET: offset, ITERATOR: iterator, KEY: key})
+        buf += _pack_head(0xce, _HEAD_AFTER_LEN + len(payload), 0x82, REQUEST_TYPE, SELECT,
+                          SYNC, 0xcf, sync)
+        buf += payload
 
     def insert(self, buf, sync, space_id, values):
-        self.request(buf, INSERT, sync, {SPACE_ID: space_id, TUPLE: values})
+        payload = self._pack({SPACE_ID: space_id, TUPLE: values})
+        buf += _pack_head(0xce, _HEAD_AFTER_LEN + len(payload), 0x82, REQUEST_TYPE, INSERT,
+                          SYNC, 0xcf, sync)
+        buf += payload
 
     def replace(self, buf, sync, space_id, values):
-        self.request(buf, REPLACE, sync, {SPACE_ID: space_id, TUPLE: values})
+        payload = self._pack({SPACE_ID: space_id, TUPLE: values})
+        buf += _pack_head(0xce, _HEAD_AFTER_LEN + len(payload), 0x82, REQUEST_TYPE, REPLACE,
+                          SYNC, 0xcf, sync)
+        buf += payload
 
     def update(self, buf, sync, space_id, index_id, key, ops):
-        self.request(buf, UPDATE, sync, {
-            SPACE_ID: space_id, INDEX_ID: index_id, KEY: key, TUPLE: ops})
+        payload = self._pack({SPACE_ID: space_id, INDEX_ID: index_id, KEY: key, TUPLE: ops})
+        buf += _pack_head(0xce, _HEAD_AFTER_LEN + len(payload), 0x82, REQUEST_TYPE, UPDATE,
+                          SYNC, 0xcf, sync)
+        buf += payload
+
+    def delete(self, buf, sync, space_id, index_id, key):
+        payload = self._pack({SPACE_ID: space_id, INDEX_ID: index_id, KEY: key})
+        buf += _pack_head(0xce, _HEAD_AFTER_LEN + len(payload), 0x82, REQUEST_TYPE, DELETE,
+                          SYNC, 0xcf, sync)
+        buf += payload
+
+    # Control-path requests share the generic packer.
 
     def upsert(self, buf, sync, space_id, values, ops):
         self.request(buf, UPSERT, sync, {SPACE_ID: space_id, TUPLE: values, OPS: ops})
-
-    def delete(self, buf, sync, space_id, index_id, key):
-        self.request(buf, DELETE, sync, {SPACE_ID: space_id, INDEX_ID: index_id, KEY: key})
 
     def call(self, buf, sync, name, args):
         self.request(buf, CALL, sync, {FUNCTION_NAME: name, TUPLE: list(args)})
@@ -189,8 +206,8 @@ class Encoder(object):
         # bin types does that for bytes on both interpreters.
         payload = msgpack.packb({USER_NAME: user, TUPLE: [u'chap-sha1', scramble(salt, password)]},
                                 use_bin_type=False)
-        buf += _HEAD.pack(0xce, _HEAD_AFTER_LEN + len(payload), 0x82,
-                          REQUEST_TYPE, AUTH, SYNC, 0xcf, sync)
+        buf += _pack_head(0xce, _HEAD_AFTER_LEN + len(payload), 0x82, REQUEST_TYPE, AUTH,
+                          SYNC, 0xcf, sync)
         buf += payload
 
 
@@ -220,18 +237,23 @@ class ResponseReader(object):
         self._unpacker.feed(data)
 
     def responses(self):
+        """Every complete reply fed so far, as a list of (sync, code, body)."""
+        out = []
+        state = self._state
+        header = self._header
         for obj in self._unpacker:
-            state = self._state
             if state == 2:
-                self._state = 0
-                header = self._header
-                yield header[SYNC], header[REQUEST_TYPE], obj
+                out.append((header[SYNC], header[REQUEST_TYPE], obj))
+                state = 0
             elif state == 1:
                 if obj.__class__ is not dict or SYNC not in obj:
                     raise ProtocolError('reply header is not an IPROTO map: %r' % (obj,))
-                self._header = obj
-                self._state = 2
+                header = obj
+                state = 2
             else:
                 if obj.__class__ is not int:
                     raise ProtocolError('reply length prefix is not an integer: %r' % (obj,))
-                self._state = 1
+                state = 1
+        self._state = state
+        self._header = header
+        return out
