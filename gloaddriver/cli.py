@@ -23,6 +23,16 @@ Config = namedtuple('Config', [
     'outage_limit', 'max_pending', 'overlap', 'syscalls', 'argv'])
 
 
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a default only where it says something (not None/flags/already said)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ''
+        if action.default is None or isinstance(action.default, bool) or "default" in text:
+            return text
+        return argparse.ArgumentDefaultsHelpFormatter._get_help_string(self, action)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         # One line, no usage dump: what is wrong and where to look.
@@ -64,7 +74,7 @@ def build_parser():
     p = _Parser(prog='gloaddriver',
                 description='Push a workload into Tarantool from many gevent greenlets and '
                             'report ops/s, latency percentiles, errors and syscalls per op.',
-                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                formatter_class=_Formatter)
     p.add_argument('--version', action='version', version='gloaddriver ' + __version__)
     g = p.add_argument_group('target')
     g.add_argument('--backend', choices=['tarantool'], default='tarantool',
@@ -88,7 +98,7 @@ def build_parser():
     g.add_argument('--greenlets', type=_positive_int, default=10, metavar='N',
                    help='worker greenlets in a closed loop')
     g.add_argument('--connections', type=_positive_int, default=None, metavar='K',
-                   help='buffered: spread greenlets over K connections (default 1)')
+                   help='buffered: spread greenlets over K connections (default: 1)')
     g = p.add_argument_group('workload')
     g.add_argument('--phases', default=None,
                    help='ops to run one after another, each a phase (default: %s)'
@@ -114,7 +124,8 @@ def build_parser():
     g = p.add_argument_group('limits')
     g.add_argument('--timeout', type=_seconds, default=5.0, metavar='SECONDS',
                    help='per-request timeout')
-    g.add_argument('--connect-timeout', type=_seconds, default=3.0, metavar='SECONDS')
+    g.add_argument('--connect-timeout', type=_seconds, default=3.0, metavar='SECONDS',
+                   help='limit for connecting, greeting and auth')
     g.add_argument('--outage-limit', type=_seconds, default=30.0, metavar='SECONDS',
                    help='abort the run when the server stays unreachable this long')
     g.add_argument('--max-pending', type=_positive_int, default=10000, metavar='N',

@@ -41,9 +41,7 @@ def table(result):
     """The human report as a list of lines."""
     m = result['manifest']
     srv = m['server']
-    where = '%s at %s' % (('Tarantool ' + srv['version'].split()[1])
-                          if srv.get('version') and ' ' in srv['version'] else 'Tarantool',
-                          srv['address'])
+    where = 'Tarantool %s at %s' % (srv.get('version') or '', srv['address'])
     if srv.get('spawned'):
         where += ' (spawned, wal_mode=%s)' % srv.get('wal_mode')
     lines = ['gloaddriver %s: %s; %s; %s, msgpack %s%s' % (

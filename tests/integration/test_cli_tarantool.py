@@ -183,3 +183,63 @@ def test_server_gone_for_good_aborts_at_the_outage_limit(tarantool_own):
     err = err.decode()
     assert p.returncode == 1 and 'aborted' in err and 'Traceback' not in err, err
     os.unlink(path)
+
+
+def test_without_perf_counters_the_report_says_lower_bound(tarantool, space):
+    rc, out, err, res = run_cli(['--space', space, '--ops', '1000', '--phases', 'insert',
+                                 '--no-syscalls', '--greenlets', '20'], tarantool)
+    assert rc == 0, err
+    (phase,) = res['phases']
+    block = phase['syscalls']
+    assert block['source'] == 'io_calls' and block['lower_bound'] is True
+    assert 0 < block['per_op'] <= 2.0
+    assert 'LOWER BOUND' in out and 'perf_event' not in out.split('\n')[-2]
+
+
+def test_manifest_names_what_the_result_was_measured_with(tarantool, space):
+    # the password comes as a flag here (not from the environment) and must
+    # show up nowhere: not in the report, the progress lines, nor the JSON
+    rc, out, err, res = run_cli(['--space', space, '--ops', '500', '--phases', 'insert,select',
+                                 '--warmup', '0.3', '--seed', '7', '--progress', '0.1',
+                                 '--password', tarantool.password],
+                                tarantool, env={'GLOADDRIVER_PASSWORD': ''})
+    assert rc == 0, err
+    m = res['manifest']
+    assert m['interpreter'].startswith('CPython %d.%d' % sys.version_info[:2])
+    for dep in ('gevent', 'greenlet', 'msgpack', 'tarantool', 'hdrhistogram'):
+        assert m['dependencies'][dep], dep
+    assert m['gevent_loop'].startswith('gevent.') and m['seed'] == 7
+    assert m['connector'] == 'buffered' and m['backend'] == 'tarantool'
+    assert m['warmup_seconds'] == 0.3 and '***' in m['argv']
+    assert m['server']['version'] and m['server']['version'][0].isdigit()
+    assert tarantool.password not in out + err + open_json_text(res)
+
+
+def test_stalled_server_ops_time_out_and_are_counted(tarantool_own):
+    import json
+    server = tarantool_own
+    p, path = _start_cli(server, ['--phases', 'select', '--ops', '0', '--duration', '3',
+                                  '--timeout', '0.3', '--greenlets', '10',
+                                  '--space', 'gloaddriver'])
+    time.sleep(1.0)
+    server.pause()
+    time.sleep(1.0)
+    server.resume()
+    out, err = p.communicate()
+    assert p.returncode == 1, err
+    with open(path) as f:
+        res = json.load(f)
+    os.unlink(path)
+    assert_accounted(res)
+    (phase,) = res['phases']
+    assert phase['timed_out'] >= 10 and phase['errors']['timeout'] == phase['timed_out']
+    assert phase['connection']['late'] >= 1
+    assert b'timeout' in out
+
+
+def test_console_script_and_version():
+    exe = os.path.join(os.path.dirname(sys.executable), 'gloaddriver')
+    if not os.path.exists(exe):
+        pytest.skip('not installed as a package here (%s missing)' % exe)
+    out = subprocess.check_output([exe, '--version'], stderr=subprocess.STDOUT)
+    assert out.decode().startswith('gloaddriver ')

@@ -59,6 +59,7 @@ class Connection(object):
         self.name = name
         self.overlap = overlap
         self.server_version = None
+        self.server_greeting = None
 
         self._hub = get_hub()
         self._callback = self._hub.loop.run_callback
@@ -108,7 +109,9 @@ class Connection(object):
                 sock = gsocket.create_connection((self.host, self.port))
                 sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
                 greeting = _recv_exactly(sock, P.GREETING_SIZE)
-                self.server_version, salt = P.parse_greeting(greeting)
+                self.server_greeting, salt = P.parse_greeting(greeting)
+                words = self.server_greeting.split()
+                self.server_version = words[1] if len(words) > 1 else self.server_greeting
                 if self.user and (self.user != 'guest' or self._password):
                     self._authenticate(sock, salt)
                 return sock
@@ -350,26 +353,32 @@ class Connection(object):
                 # starts on their next requests while we wake the rest; client
                 # and server overlap instead of taking turns on one batch.
                 flush_at = len(replies) >> 1 if overlap and len(replies) >= 8 else -1
-                woken = 0
+                wake = []
                 for sync, code, body in replies:
                     waiter = waiters.pop(sync, None)
                     if waiter is None:
                         self.late += 1
-                    elif code == P.OK:
-                        callback(waiter.switch, body.get(P.DATA))
+                        continue
+                    if code == P.OK:
+                        wake.append((waiter.switch, body.get(P.DATA)))
                     elif code == P.CHUNK:
                         self.pushes += 1
                         waiters[sync] = waiter
                         continue
                     else:
-                        callback(waiter.throw, P.server_error(code, body))
-                    self.responses += 1
-                    woken += 1
-                    if woken == flush_at:
+                        wake.append((waiter.throw, P.server_error(code, body)))
+                    if len(wake) == flush_at:
+                        # One hub callback wakes the whole half (cheaper than
+                        # one callback per reply), then the writer's turn.
+                        callback(_wake, wake)
+                        wake = []
                         ww = self._writer_waiter
                         if ww is not None:
                             self._writer_waiter = None
                             callback(ww.switch, None)
+                if wake:
+                    callback(_wake, wake)
+                self.responses += len(replies)
             except P.ProtocolError as e:
                 return self._lost(sock, e)
             except Exception as e:
@@ -478,6 +487,17 @@ class Connection(object):
 
 
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
+
+
+def _wake(items):
+    """Run in the hub: switch to each parked caller in turn.
+
+    Each switch returns here when that caller parks again. Waiter.switch and
+    Waiter.throw report their own errors to the hub, so one failing caller
+    cannot stop the rest from being woken.
+    """
+    for resume, value in items:
+        resume(value)
 
 
 def _raw_io(sock, method, event):

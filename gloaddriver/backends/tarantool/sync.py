@@ -71,6 +71,7 @@ class SyncBackend(object):
         self.values = workload.values(config.value_size)
         self._ops = []
         self.space_id = None
+        self._version = None
 
     def describe(self):
         return 'sync connector (tarantool-python %s), %d greenlets on %d connections' % (
@@ -104,6 +105,10 @@ class SyncBackend(object):
                 'Tarantool at %s:%s has no space %r; create it (box.schema.space.create(%r) '
                 'with a primary index) or use --spawn' % (c.host, c.port, c.space, c.space))
         self.space_id = space.sid
+        try:
+            self._version = first.eval('return _TARANTOOL')[0].split('-')[0]
+        except Exception:
+            self._version = None
         self.conns = [first] + _spawn_all([self._connect] * (c.greenlets - 1))
         self._ops = [make_ops(conn, self.space_id, self.values) for conn in self.conns]
 
@@ -114,7 +119,8 @@ class SyncBackend(object):
         return None   # tarantool-python does not count its socket calls
 
     def server_version(self):
-        return None
+        return self._version
+
 
     def close(self):
         for conn in self.conns:
