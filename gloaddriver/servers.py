@@ -144,14 +144,7 @@ class TarantoolServer(object):
                 'port': self.port, 'work_dir': self.work_dir, 'wal_mode': self.wal_mode,
                 'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
                 'net_msg_max': self.net_msg_max, 'user': self.user, 'space': self.space})
-        env = dict(os.environ, GLOADDRIVER_SPAWN_PASSWORD=self.password)
-        out = open(os.path.join(self.work_dir, 'stdout.log'), 'w')
-        try:
-            self.proc = subprocess.Popen([self.binary, init], cwd=self.work_dir, env=env,
-                                         stdout=out, stderr=subprocess.STDOUT,
-                                         preexec_fn=_detach)
-        finally:
-            out.close()
+        self._launch()
         try:
             _wait_listening(self.port, self.proc, os.path.join(self.work_dir, 'tarantool.log'),
                             'tarantool', timeout)
@@ -160,6 +153,13 @@ class TarantoolServer(object):
             self.stop()
             raise
         return self
+
+    def _launch(self):
+        env = dict(os.environ, GLOADDRIVER_SPAWN_PASSWORD=self.password)
+        with open(os.path.join(self.work_dir, 'stdout.log'), 'w') as out:
+            self.proc = subprocess.Popen([self.binary, os.path.join(self.work_dir, 'init.lua')],
+                                         cwd=self.work_dir, env=env, stdout=out,
+                                         stderr=subprocess.STDOUT, preexec_fn=_detach)
 
     def _wait_ready(self, timeout):
         # The port opens at box.cfg; the user and space exist once init.lua ends.
@@ -191,14 +191,7 @@ class TarantoolServer(object):
     def restart(self, timeout=30.0):
         """Start again on the same port and directory (data is gone with wal_mode=none)."""
         self.kill()
-        env = dict(os.environ, GLOADDRIVER_SPAWN_PASSWORD=self.password)
-        out = open(os.path.join(self.work_dir, 'stdout.log'), 'w')
-        try:
-            self.proc = subprocess.Popen([self.binary, os.path.join(self.work_dir, 'init.lua')],
-                                         cwd=self.work_dir, env=env, stdout=out,
-                                         stderr=subprocess.STDOUT, preexec_fn=_detach)
-        finally:
-            out.close()
+        self._launch()
         _wait_listening(self.port, self.proc, os.path.join(self.work_dir, 'tarantool.log'),
                         'tarantool', timeout)
         self._wait_ready(timeout)

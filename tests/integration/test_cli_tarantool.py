@@ -132,6 +132,18 @@ def test_wrong_password(tarantool, connector):
     assert 'password' in err.lower() and 'not-it' not in err
 
 
+def _finish_cli(p, path):
+    """Wait for a run started by _start_cli; (rc, stdout, stderr, JSON or None)."""
+    import json
+    out, err = p.communicate()
+    res = None
+    if os.path.exists(path):
+        with open(path) as f:
+            res = json.load(f)
+        os.unlink(path)
+    return p.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace'), res
+
+
 def _start_cli(server, args):
     import tempfile
     path = tempfile.mktemp(suffix='.json')
@@ -144,7 +156,6 @@ def _start_cli(server, args):
 
 @pytest.mark.parametrize('connector', ['buffered', 'sync'])
 def test_server_killed_mid_run_errors_counted_then_reconnects(tarantool_own, connector):
-    import json
     server = tarantool_own
     p, path = _start_cli(server, ['--phases', 'select', '--ops', '0', '--duration', '4',
                                   '--timeout', '1', '--greenlets', '10', '--connector', connector,
@@ -153,13 +164,9 @@ def test_server_killed_mid_run_errors_counted_then_reconnects(tarantool_own, con
     server.kill()
     time.sleep(1.0)
     server.restart()
-    out, err = p.communicate()
-    err = err.decode()
-    assert p.returncode == 1, err
+    rc, out, err, res = _finish_cli(p, path)
+    assert rc == 1, err
     assert 'Traceback' not in err and 'failed' in err
-    with open(path) as f:
-        res = json.load(f)
-    os.unlink(path)
     assert_accounted(res)
     (phase,) = res['phases']
     assert phase['errors'].get('network', 0) > 0
@@ -178,11 +185,12 @@ def test_server_gone_for_good_aborts_at_the_outage_limit(tarantool_own):
     time.sleep(1.0)
     t0 = time.time()
     server.kill()
-    out, err = p.communicate()
+    rc, out, err, res = _finish_cli(p, path)
     assert time.time() - t0 < 15
-    err = err.decode()
-    assert p.returncode == 1 and 'aborted' in err and 'Traceback' not in err, err
-    os.unlink(path)
+    assert rc == 1 and 'aborted' in err and 'Traceback' not in err, err
+    assert res['aborted'] and ('no successful op' in res['aborted'] or
+                               'giving up' in res['aborted']), res['aborted']
+    assert_accounted(res)
 
 
 def test_without_perf_counters_the_report_says_lower_bound(tarantool, space):
@@ -216,7 +224,6 @@ def test_manifest_names_what_the_result_was_measured_with(tarantool, space):
 
 
 def test_stalled_server_ops_time_out_and_are_counted(tarantool_own):
-    import json
     server = tarantool_own
     p, path = _start_cli(server, ['--phases', 'select', '--ops', '0', '--duration', '3',
                                   '--timeout', '0.3', '--greenlets', '10',
@@ -225,16 +232,13 @@ def test_stalled_server_ops_time_out_and_are_counted(tarantool_own):
     server.pause()
     time.sleep(1.0)
     server.resume()
-    out, err = p.communicate()
-    assert p.returncode == 1, err
-    with open(path) as f:
-        res = json.load(f)
-    os.unlink(path)
+    rc, out, err, res = _finish_cli(p, path)
+    assert rc == 1, err
     assert_accounted(res)
     (phase,) = res['phases']
     assert phase['timed_out'] >= 10 and phase['errors']['timeout'] == phase['timed_out']
     assert phase['connection']['late'] >= 1
-    assert b'timeout' in out
+    assert 'timeout' in out
 
 
 def test_console_script_and_version():
