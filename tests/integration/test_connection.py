@@ -235,3 +235,23 @@ def test_sync_baseline_and_buffered_read_each_others_values(tarantool, space):
     finally:
         plain.close()
         conn.close()
+
+
+def test_replace_upsert_and_index_by_name(tarantool):
+    conn = connect(tarantool)
+    try:
+        name = 'ups_%d' % id(conn)
+        conn.eval(u"""local s = box.schema.space.create(...)
+                      s:create_index('pk') s:create_index('by_v', {parts = {2, 'string'}})""", name)
+        assert conn.replace(name, [1, u'a', 0]) == [[1, u'a', 0]]
+        assert conn.replace(name, [1, u'b', 0]) == [[1, u'b', 0]]
+        conn.upsert(name, [2, u'c', 10], [[u'+', 2, 5]])   # inserts
+        conn.upsert(name, [2, u'c', 10], [[u'+', 2, 5]])   # updates: 10 + 5
+        assert conn.select(name, [2]) == [[2, u'c', 15]]
+        assert conn.select(name, [u'c'], index='by_v') == [[2, u'c', 15]]
+        assert conn.update(name, [u'b'], [[u'=', 2, 7]], index='by_v') == [[1, u'b', 7]]
+        assert conn.delete(name, [u'b'], index='by_v') == [[1, u'b', 7]]
+        with pytest.raises(errors.SchemaError):
+            conn.select(name, [1], index='no_such_index')
+    finally:
+        conn.close()
