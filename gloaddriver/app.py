@@ -36,11 +36,17 @@ def run(config, out=None):
         except errors.ConnectError as e:
             raise errors.ConnectError('%s. Start a server there, point --uri at one, or use '
                                       '--spawn for a private one' % e)
-        the_run = Run(config, backend, counter)
+        profiler = None
+        if config.callgrind or config.pstats:
+            from gloaddriver.profiling import Profiler
+            profiler = Profiler(config.callgrind, config.pstats, config.profile_clock,
+                                config.profiler)
+        the_run = Run(config, backend, counter, profiler=profiler)
         phases = the_run.execute()
         result = {
             'manifest': manifest.build(config, backend, server_settings, counter.source,
-                                       counter.reason),
+                                       counter.reason,
+                                       profiler.describe() if profiler is not None else None),
             'phases': phases,
             'aborted': the_run.aborted,
         }

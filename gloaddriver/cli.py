@@ -20,7 +20,8 @@ Config = namedtuple('Config', [
     'backend', 'connector', 'greenlets', 'connections', 'host', 'port', 'user', 'password',
     'space', 'spawn', 'wal_mode', 'ops', 'duration', 'warmup', 'phases', 'keys',
     'distribution', 'value_size', 'seed', 'json', 'progress', 'timeout', 'connect_timeout',
-    'outage_limit', 'max_pending', 'overlap', 'syscalls', 'argv'])
+    'outage_limit', 'max_pending', 'overlap', 'syscalls', 'callgrind', 'pstats',
+    'profile_clock', 'profiler', 'argv'])
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -139,6 +140,16 @@ def build_parser():
                    help='progress line to stderr every SECONDS (0 = off)')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
+    g = p.add_argument_group('profiling (where the client CPU goes; see README "Profiling")')
+    g.add_argument('--callgrind', default=None, metavar='DIR',
+                   help='profile each phase; write DIR/callgrind.out.<phase>.<pid> for kcachegrind')
+    g.add_argument('--pstats', default=None, metavar='DIR',
+                   help='profile each phase; write DIR/pstats.<phase>.<pid> (pstats format)')
+    g.add_argument('--profile-clock', choices=['wall', 'cpu'], default='wall',
+                   help='wall, or cpu (4-16x dearer; its clock_gettime calls are left out '
+                        'of syscalls/op)')
+    g.add_argument('--profiler', choices=['yappi', 'greenletprofiler'], default='yappi',
+                   help='greenletprofiler: Python 2.7 only, when installed')
     return p
 
 
@@ -169,6 +180,10 @@ def parse(argv=None, environ=None):
         raise errors.ConfigError('--ops 0 needs a --duration, or the phase never ends')
     if args.timeout <= 0:
         raise errors.ConfigError('--timeout must be above 0')
+    profiling = args.callgrind or args.pstats
+    if not profiling and ('--profile-clock' in argv or '--profiler' in argv):
+        raise errors.ConfigError('--profile-clock and --profiler need --callgrind DIR or '
+                                 '--pstats DIR')
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
         backend=args.backend, connector=args.connector, greenlets=args.greenlets,
@@ -179,7 +194,8 @@ def parse(argv=None, environ=None):
         value_size=args.value_size, seed=args.seed, json=args.json, progress=args.progress,
         timeout=args.timeout, connect_timeout=args.connect_timeout,
         outage_limit=args.outage_limit, max_pending=args.max_pending, overlap=args.overlap,
-        syscalls=args.syscalls, argv=tuple(mask_argv(argv)))
+        syscalls=args.syscalls, callgrind=args.callgrind, pstats=args.pstats,
+        profile_clock=args.profile_clock, profiler=args.profiler, argv=tuple(mask_argv(argv)))
 
 
 def mask_argv(argv):

@@ -47,3 +47,15 @@ def to_bytes(value, encoding='utf-8'):
     if isinstance(value, text_type):
         return value.encode(encoding)
     return value
+
+
+def spawn_named(name, fn, *args):
+    """gevent.spawn with a name, so profiles and tracebacks say what runs.
+
+    Names look like ``worker-7`` or ``tarantool-0-reader``.
+    """
+    import gevent
+    g = gevent.Greenlet(fn, *args)
+    g.name = name
+    g.start()
+    return g

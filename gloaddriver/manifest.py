@@ -77,7 +77,7 @@ def _cpus():
         return multiprocessing.cpu_count()
 
 
-def build(config, backend, server_settings, syscall_source, syscall_reason):
+def build(config, backend, server_settings, syscall_source, syscall_reason, profiler=None):
     m = fingerprint()
     m.update({
         'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
@@ -101,5 +101,6 @@ def build(config, backend, server_settings, syscall_source, syscall_reason):
         'overlap': config.overlap if config.connector == 'buffered' else None,
         'syscall_source': syscall_source,
         'syscall_reason': syscall_reason,
+        'profiler': profiler,
     })
     return m

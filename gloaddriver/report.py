@@ -68,6 +68,16 @@ def table(result):
                      'syscalls (%s)' % m['syscall_reason'])
     else:
         lines.append('syscalls not counted: %s' % m['syscall_reason'])
+    if m.get('profiler'):
+        lines.append('PROFILED (%s): ops/s and latencies above include the profiler\'s cost; '
+                     'they show where time goes, they are not throughput figures' % m['profiler'])
+        if 'cpu clock' in m['profiler']:
+            lines.append('  (cpu clock: its clock_gettime syscalls are left out of sys/op)')
+        else:
+            lines.append('  (wall clock: time in _await_reply, _wait_io and sleep is waiting for '
+                         'the server or the socket, not work; --profile-clock cpu shows CPU only)')
+        for p in result['phases']:
+            lines.extend(profile_lines(p))
     if result.get('aborted'):
         lines.append('ABORTED: %s' % result['aborted'])
     return lines
@@ -81,3 +91,23 @@ def write_json(result, path):
     text = to_json(result)
     with io.open(path, 'w', encoding='utf-8') as f:
         f.write(text if isinstance(text, type(u'')) else text.decode('utf-8'))
+
+
+def profile_lines(phase):
+    prof = phase.get('profile')
+    if not prof:
+        return []
+    out = ['%s: top functions by own time (%s, %s clock)' % (phase['name'], prof['profiler'],
+                                                            prof['clock']),
+           '  %9s %6s %10s  %s' % ('own s', 'own %', 'calls', 'function')]
+    for f in prof['top']:
+        out.append('  %9.4f %5.1f%% %10s  %s  %s:%s' % (
+            f['own_seconds'], 100.0 * (f['own_share'] or 0), _n(f['calls']), f['function'],
+            f['file'], f['line']))
+    if prof.get('greenlets'):
+        out.append('  greenlets by time: ' + ', '.join(
+            '%s %.3fs%s' % (g['name'], g['seconds'], ' (x%d)' % g['count'] if g['count'] > 1 else '')
+            for g in prof['greenlets'][:6]))
+    for path in prof['files']:
+        out.append('  wrote %s' % path)
+    return out

@@ -18,7 +18,7 @@ from gloaddriver import errors
 from gloaddriver import keys as keygen
 from gloaddriver import stats
 from gloaddriver import syscalls
-from gloaddriver.compat import clock
+from gloaddriver.compat import clock, spawn_named
 
 UNLIMITED = sys.maxsize
 
@@ -84,10 +84,12 @@ def _run_mix(budget, table, cumulative, rand, clock=clock):
 
 
 class Run(object):
-    def __init__(self, config, backend, counter, progress_out=None):
+    def __init__(self, config, backend, counter, progress_out=None, profiler=None):
         self.config = config
         self.backend = backend
         self.counter = counter
+        self.profiler = profiler
+        self.perf = syscalls.PerfControl()
         self.progress_out = progress_out if progress_out is not None else sys.stderr
         self.phases = []
         self.aborted = None
@@ -112,7 +114,7 @@ class Run(object):
         for w in range(cfg.greenlets):
             fn = self.backend.worker_ops(w)['select']
             next_key = keygen.generator('uniform', cfg.keys, cfg.seed, 'warmup', w)
-            workers.append(gevent.spawn(_run_single, budget, st, fn, next_key))
+            workers.append(spawn_named('warmup-%d' % w, _run_single, budget, st, fn, next_key))
         gevent.sleep(cfg.warmup)
         budget.stop('warmup over')
         gevent.joinall(workers)
@@ -137,16 +139,19 @@ class Run(object):
         budget = Budget(cfg.ops or UNLIMITED)
         shared = {}
         workers = []
+        self.perf.enable()
         sys0 = self.counter.snapshot()
         io0 = self.backend.io_counts()
         cpu0 = _cpu()
         t0 = clock()
+        if self.profiler is not None:
+            self.profiler.start(spec.name)
         for w in range(cfg.greenlets):
             fns = self.backend.worker_ops(w)
             if len(ops) == 1:
                 st = ops[0]
-                workers.append(gevent.spawn(_run_single, budget, st, fns[st.name],
-                                            self._key_source(spec, st.name, w, shared)))
+                workers.append(spawn_named('worker-%d' % w, _run_single, budget, st, fns[st.name],
+                                           self._key_source(spec, st.name, w, shared)))
             else:
                 table, cumulative, acc = [], [], 0
                 for st, (name, weight) in zip(ops, spec.weights):
@@ -154,13 +159,17 @@ class Run(object):
                     cumulative.append(acc)
                     table.append((st, fns[name], self._key_source(spec, name, w, shared)))
                 rng = keygen.make_rng(cfg.seed, spec.name, 'mix', w)
-                workers.append(gevent.spawn(_run_mix, budget, table, cumulative, rng.random))
+                workers.append(spawn_named('worker-%d' % w, _run_mix, budget, table, cumulative,
+                                           rng.random))
         timer = gevent.spawn_later(cfg.duration, budget.stop, 'duration') if cfg.duration else None
-        ticker = gevent.spawn(self._tick, spec.name, ops, budget, t0)
+        ticker = spawn_named('ticker', self._tick, spec.name, ops, budget, t0)
         gevent.joinall(workers)
+        if self.profiler is not None:
+            self.profiler.stop()
         t1 = clock()
         cpu1 = _cpu()
         sys1 = self.counter.snapshot()
+        self.perf.disable()
         io1 = self.backend.io_counts()
         ticker.kill()
         if timer is not None:
@@ -171,8 +180,15 @@ class Run(object):
         if budget.reason not in (None, 'duration'):
             self.aborted = budget.reason
         cpu = cpu1 - cpu0
-        return self._phase_result(spec, ops, t1 - t0, self.counter.delta(sys0, sys1),
-                                  _delta(io0, io1), cpu)
+        result = self._phase_result(spec, ops, t1 - t0, self.counter.delta(sys0, sys1),
+                                    _delta(io0, io1), cpu)
+        if sys0 is not None:
+            result['syscalls']['self_reads'] = self.counter.self_reads(sys0, sys1)
+        if self.profiler is not None:
+            # Files are written after the counters were read: their I/O is
+            # not the phase's.
+            result['profile'] = self.profiler.save(spec.name)
+        return result
 
     # -- the ticker: progress lines and the outage watchdog ----------------------
 
@@ -231,9 +247,18 @@ class Run(object):
 
     def _syscall_block(self, sysd, iod, attempted):
         if sysd is not None:
+            excluded = {}
+            if self.profiler is not None and self.profiler.clock == 'cpu':
+                # yappi's cpu clock reads the thread CPU time with a real
+                # clock_gettime syscall per profiled call: the profiler's, not ours.
+                sysd = dict(sysd)
+                excluded['clock_gettime'] = sysd.pop('clock_gettime', 0)
+                sysd[syscalls.TOTAL] = max(sysd.get(syscalls.TOTAL, 0) - excluded['clock_gettime'], 0)
             block = syscalls.per_op(sysd, attempted) or {'per_op': None, 'by_name': {}}
             block['source'] = 'perf_event'
             block['counts'] = sysd
+            if excluded:
+                block['excluded'] = excluded
             return block
         reason = self.counter.reason
         if iod and attempted:

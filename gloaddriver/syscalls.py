@@ -114,6 +114,16 @@ class SyscallCounter(object):
         counts['_snapshots'] = self._snapshots
         return counts
 
+    def self_reads(self, before, after):
+        """read() calls the counters made from the first snapshot's start to the last's end.
+
+        The counts leave them out; an outside tool (perf stat) enabled just
+        before ``before`` sees them: scripts/syscalls adds them back to compare.
+        """
+        if before is None or after is None:
+            return 0
+        return len(self.fds) * (after['_snapshots'] - before['_snapshots'] + 1)
+
     def delta(self, before, after):
         """Counts between two snapshots, minus the reads the snapshots made themselves."""
         if before is None or after is None:
@@ -147,3 +157,40 @@ def per_op(counts, ops):
     return {'per_op': round(counts.get(TOTAL, 0) / ops, 4),
             'network_per_op': round(network / ops, 4),
             'by_name': by_name}
+
+
+PERF_CONTROL_ENV = 'GLOADDRIVER_PERF_CTL'
+
+
+class PerfControl(object):
+    """Enables an outside ``perf stat -D -1 --control fifo:CTL,ACK`` per phase.
+
+    Set by scripts/syscalls through $GLOADDRIVER_PERF_CTL="CTL,ACK": perf then
+    counts exactly the windows the in-process counters count, so the two can
+    be compared number for number. Without the variable, it does nothing.
+    """
+
+    def __init__(self, environ=None):
+        spec = (environ if environ is not None else os.environ).get(PERF_CONTROL_ENV)
+        self.ctl = self.ack = None
+        if spec:
+            ctl, ack = spec.split(',')
+            self.ctl = os.open(ctl, os.O_WRONLY)
+            self.ack = os.open(ack, os.O_RDONLY)
+
+    def _say(self, command):
+        if self.ctl is not None:
+            os.write(self.ctl, command)
+            os.read(self.ack, 16)
+
+    def enable(self):
+        self._say(b'enable\n')
+
+    def disable(self):
+        self._say(b'disable\n')
+
+    def close(self):
+        for fd in (self.ctl, self.ack):
+            if fd is not None:
+                os.close(fd)
+        self.ctl = self.ack = None
