@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import os
+import re
 import sys
 from collections import namedtuple
 
@@ -21,7 +22,8 @@ Config = namedtuple('Config', [
     'space', 'spawn', 'wal_mode', 'ops', 'duration', 'warmup', 'phases', 'keys',
     'distribution', 'value_size', 'seed', 'json', 'progress', 'timeout', 'connect_timeout',
     'outage_limit', 'max_pending', 'overlap', 'syscalls', 'callgrind', 'pstats',
-    'profile_clock', 'profiler', 'argv'])
+    'profile_clock', 'profiler', 'dsn', 'table', 'workload', 'prepared', 'pool_size',
+    'bulk_methods', 'rows', 'wait_callback', 'init', 'argv'])
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -73,12 +75,13 @@ def _seconds(text):
 
 def build_parser():
     p = _Parser(prog='gloaddriver',
-                description='Push a workload into Tarantool from many gevent greenlets and '
-                            'report ops/s, latency percentiles, errors and syscalls per op.',
+                description='Push a workload into Tarantool or PostgreSQL from many gevent '
+                            'greenlets and report ops/s, latency percentiles, errors and '
+                            'syscalls per op.',
                 formatter_class=_Formatter)
     p.add_argument('--version', action='version', version='gloaddriver ' + __version__)
     g = p.add_argument_group('target')
-    g.add_argument('--backend', choices=['tarantool'], default='tarantool',
+    g.add_argument('--backend', choices=['tarantool', 'postgres'], default='tarantool',
                    help='server kind')
     g.add_argument('--uri', default='127.0.0.1:3301', metavar='HOST:PORT',
                    help='server address (ignored with --spawn)')
@@ -88,14 +91,16 @@ def build_parser():
     g.add_argument('--space', default='gloaddriver',
                    help='space with an unsigned primary key and a string value field')
     g.add_argument('--spawn', action='store_true',
-                   help='start a private Tarantool (temp dir, free port, space created), '
-                        'removed afterwards')
+                   help='start a private server (temp dir, free port, space or tables '
+                        'created), removed afterwards')
     g.add_argument('--wal-mode', choices=['none', 'write', 'fsync'], default='none',
-                   help='wal_mode of the --spawn server')
+                   help='durability of the --spawn server: Tarantool wal_mode; for PostgreSQL '
+                        'none = fsync, synchronous_commit and full_page_writes off, write = '
+                        'synchronous_commit off, fsync = defaults')
     g = p.add_argument_group('concurrency')
-    g.add_argument('--connector', choices=['buffered', 'sync'], default='buffered',
-                   help='buffered: our shared-socket connector; sync: tarantool-python, '
-                        'one connection per greenlet')
+    g.add_argument('--connector', choices=['buffered', 'sync'], default=None,
+                   help='tarantool: buffered (ours, shared socket; the default) or sync '
+                        '(tarantool-python, one connection per greenlet)')
     g.add_argument('--greenlets', type=_positive_int, default=10, metavar='N',
                    help='worker greenlets in a closed loop')
     g.add_argument('--connections', type=_positive_int, default=None, metavar='K',
@@ -140,6 +145,28 @@ def build_parser():
                    help='progress line to stderr every SECONDS (0 = off)')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
+    g = p.add_argument_group('postgres')
+    g.add_argument('--dsn', default=None,
+                   help='libpq connection string or URI (ignored with --spawn); its password '
+                        'is never printed')
+    g.add_argument('--workload', choices=['kv', 'relational', 'bulk'], default='kv',
+                   help='kv: the Tarantool ops on a (id bigint, value text) table; relational: '
+                        'seed scenario 2 (create/read families); bulk: seed scenario 3')
+    g.add_argument('--table', default='gloaddriver', help='kv table')
+    g.add_argument('--init', action='store_true',
+                   help='create the workload\'s tables if they are missing')
+    g.add_argument('--prepared', action='store_true',
+                   help='kv: server-side prepared statements (PREPARE/EXECUTE)')
+    g.add_argument('--pool-size', type=_positive_int, default=None, metavar='N',
+                   help='connections in the pool (default: --greenlets)')
+    g.add_argument('--method', default='all',
+                   help='bulk: row-connect, row, executemany, execute-values, unnest, copy, '
+                        'or all (comma-separated list allowed)')
+    g.add_argument('--rows', type=_positive_int, default=100000, metavar='N',
+                   help='bulk: rows per method')
+    g.add_argument('--wait-callback', choices=['cached', 'psycogreen'], default='cached',
+                   help='how psycopg2 yields to gevent: one io watcher per connection, or '
+                        'psycogreen\'s new watcher per wait')
     g = p.add_argument_group('profiling (where the client CPU goes; see README "Profiling")')
     g.add_argument('--callgrind', default=None, metavar='DIR',
                    help='profile each phase; write DIR/callgrind.out.<phase>.<pid> for kcachegrind')
@@ -159,14 +186,43 @@ def parse(argv=None, environ=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
 
+    if args.backend == 'postgres':
+        for flag in ('--connector', '--connections', '--uri', '--space', '--max-pending',
+                     '--no-overlap'):
+            if flag in argv:
+                raise errors.ConfigError('%s is for --backend tarantool' % flag)
+        args.connector = 'psycopg2'
+    else:
+        for flag in ('--dsn', '--workload', '--table', '--prepared', '--pool-size', '--method',
+                     '--rows', '--wait-callback', '--init'):
+            if flag in argv or any(a.startswith(flag + '=') for a in argv):
+                raise errors.ConfigError('%s is for --backend postgres' % flag)
+        args.connector = args.connector or 'buffered'
+    if args.prepared and args.workload != 'kv':
+        raise errors.ConfigError('--prepared applies to --workload kv')
+    methods = ()
+    if args.workload == 'bulk':
+        from gloaddriver.backends.postgres.bulk import METHODS
+        methods = METHODS if args.method == 'all' else tuple(
+            m.strip() for m in args.method.split(',') if m.strip())
+        bad = [m for m in methods if m not in METHODS]
+        if bad or not methods:
+            raise errors.ConfigError('unknown --method %s; use %s or all'
+                                     % (','.join(bad) or '(none)', ', '.join(METHODS)))
     host, sep, port = args.uri.rpartition(':')
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise errors.ConfigError('--uri must be HOST:PORT, got %r' % args.uri)
     if args.mix and args.phases:
         raise errors.ConfigError('--phases and --mix exclude each other: a mix is one phase')
     try:
-        phases = (workload.parse_mix(args.mix) if args.mix else
-                  workload.parse_phases(args.phases or ','.join(workload.DEFAULT_PHASES)))
+        if args.workload == 'relational':
+            if args.phases:
+                raise ValueError('--workload relational is one mix phase; use --mix create=W,read=W')
+            phases = workload.parse_mix(args.mix or workload.RELATIONAL_MIX,
+                                        workload.RELATIONAL_OPS)
+        else:
+            phases = (workload.parse_mix(args.mix) if args.mix else
+                      workload.parse_phases(args.phases or ','.join(workload.DEFAULT_PHASES)))
     except ValueError as e:
         raise errors.ConfigError(str(e))
     if args.connections is not None and args.connector == 'sync':
@@ -195,24 +251,39 @@ def parse(argv=None, environ=None):
         timeout=args.timeout, connect_timeout=args.connect_timeout,
         outage_limit=args.outage_limit, max_pending=args.max_pending, overlap=args.overlap,
         syscalls=args.syscalls, callgrind=args.callgrind, pstats=args.pstats,
-        profile_clock=args.profile_clock, profiler=args.profiler, argv=tuple(mask_argv(argv)))
+        profile_clock=args.profile_clock, profiler=args.profiler, dsn=args.dsn or '',
+        table=args.table, workload=args.workload if args.backend == 'postgres' else None,
+        prepared=args.prepared, pool_size=args.pool_size or args.greenlets,
+        bulk_methods=methods, rows=args.rows, wait_callback=args.wait_callback,
+        init=args.init, argv=tuple(mask_argv(argv)))
+
+
+_DSN_SECRETS = (re.compile(r'(password\s*=\s*)(\'(?:[^\'\\\\]|\\\\.)*\'|\S+)'),
+                re.compile(r'(://[^:/@\s]*:)([^@\s]*)(@)'))
+
+
+def mask_dsn(dsn):
+    """A DSN (keyword or URI form) with its password replaced by ***."""
+    dsn = _DSN_SECRETS[0].sub(lambda m: m.group(1) + '***', dsn)
+    return _DSN_SECRETS[1].sub(lambda m: m.group(1) + '***' + m.group(3), dsn)
 
 
 def mask_argv(argv):
-    """argv with every password value replaced by ***."""
+    """argv with every password value (flag or inside a DSN) replaced by ***."""
     out = []
-    hide = False
+    hide = None
     for a in argv:
-        if hide:
+        if hide == 'password':
             out.append('***')
-            hide = False
-        elif a == '--password':
-            out.append(a)
-            hide = True
+        elif hide == 'dsn':
+            out.append(mask_dsn(a))
         elif a.startswith('--password='):
             out.append('--password=***')
+        elif a.startswith('--dsn='):
+            out.append('--dsn=' + mask_dsn(a[6:]))
         else:
             out.append(a)
+        hide = {'--password': 'password', '--dsn': 'dsn'}.get(a) if hide is None else None
     return out
 
 

@@ -87,8 +87,8 @@ def build(config, backend, server_settings, syscall_source, syscall_reason, prof
         'connector_detail': backend.describe(),
         'greenlets': config.greenlets,
         'connections': config.connections if config.connector == 'buffered' else config.greenlets,
-        'server': dict(server_settings, address='%s:%s' % (config.host, config.port),
-                       version=backend.server_version()),
+        'server': dict(server_settings, address=_address(config, backend),
+                       version=_version(backend)),
         'seed': config.seed,
         'ops_per_phase': config.ops,
         'duration_per_phase': config.duration,
@@ -99,8 +99,26 @@ def build(config, backend, server_settings, syscall_source, syscall_reason, prof
         'phases': [{'name': p.name, 'weights': dict(p.weights)} for p in config.phases],
         'timeout': config.timeout,
         'overlap': config.overlap if config.connector == 'buffered' else None,
+        'workload': config.workload,
+        'pool_size': config.pool_size if config.backend == 'postgres' else None,
+        'prepared': config.prepared if config.backend == 'postgres' else None,
+        'wait_callback': config.wait_callback if config.backend == 'postgres' else None,
         'syscall_source': syscall_source,
         'syscall_reason': syscall_reason,
         'profiler': profiler,
     })
     return m
+
+
+def _address(config, backend):
+    if config.backend == 'postgres':
+        addr = getattr(backend, 'address', None)
+        return (addr() if callable(addr) else addr) or 'libpq default'
+    return '%s:%s' % (config.host, config.port)
+
+
+def _version(backend):
+    v = getattr(backend, 'server_version', None)
+    if callable(v):
+        return v()
+    return getattr(backend, 'version', None)

@@ -9,7 +9,7 @@ import io
 import json
 
 COLUMNS = (
-    ('phase', '%-7s', lambda p: p['name']),
+    ('phase', '%-{w}s', lambda p: p['name']),
     ('attempted', '%10s', lambda p: _n(p['attempted'])),
     ('ok', '%10s', lambda p: _n(p['ok'])),
     ('failed', '%7s', lambda p: _n(p['failed'])),
@@ -41,18 +41,21 @@ def table(result):
     """The human report as a list of lines."""
     m = result['manifest']
     srv = m['server']
-    where = 'Tarantool %s at %s' % (srv.get('version') or '', srv['address'])
+    where = '%s %s at %s' % ('PostgreSQL' if m['backend'] == 'postgres' else 'Tarantool',
+                             srv.get('version') or '', srv['address'])
     if srv.get('spawned'):
         where += ' (spawned, wal_mode=%s)' % srv.get('wal_mode')
     lines = ['gloaddriver %s: %s; %s; %s, msgpack %s%s' % (
         m['gloaddriver'], where, m['connector_detail'], m['interpreter'],
         m['dependencies'].get('msgpack'), '' if m['msgpack_c_extension'] else ' (PURE PYTHON)')]
-    lines.append('  '.join(fmt % name for name, fmt, _get in COLUMNS))
+    width = max([7] + [len(p['name']) for p in result['phases']])
+    columns = [(name, fmt.replace('{w}', str(width)), get) for name, fmt, get in COLUMNS]
+    lines.append('  '.join(fmt % name for name, fmt, _get in columns))
     for p in result['phases']:
-        lines.append('  '.join(fmt % get(p) for _name, fmt, get in COLUMNS))
+        lines.append('  '.join(fmt % get(p) for _name, fmt, get in columns))
         for op, sub in sorted(p.get('ops', {}).items()):
             sub = dict(sub, name='  ' + op, syscalls={}, batching={})
-            lines.append('  '.join(fmt % get(sub) for _name, fmt, get in COLUMNS))
+            lines.append('  '.join(fmt % get(sub) for _name, fmt, get in columns))
     for p in result['phases']:
         for kind, count in sorted(p['errors'].items()):
             lines.append('%s: %s x %s: %s' % (p['name'], _n(count), kind,
@@ -78,6 +81,14 @@ def table(result):
                          'the server or the socket, not work; --profile-clock cpu shows CPU only)')
         for p in result['phases']:
             lines.extend(profile_lines(p))
+    for p in result['phases']:
+        if 'server_connections_peak' in p:
+            lines.append('%s: peak server connections %d (pg_stat_activity, sampled every 50 ms; '
+                         'pool of %d)' % (p['name'], p['server_connections_peak'], p['pool']['size']))
+        if p.get('green') is False:
+            lines.append('%s: ran outside green mode (psycopg2 cannot COPY with a wait '
+                         'callback): this process\'s hub was blocked for %.2f s'
+                         % (p['name'], p['seconds']))
     if result.get('aborted'):
         lines.append('ABORTED: %s' % result['aborted'])
     return lines

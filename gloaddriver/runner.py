@@ -139,6 +139,9 @@ class Run(object):
         budget = Budget(cfg.ops or UNLIMITED)
         shared = {}
         workers = []
+        started = getattr(self.backend, 'phase_started', None)
+        if started is not None:
+            started()
         self.perf.enable()
         sys0 = self.counter.snapshot()
         io0 = self.backend.io_counts()
@@ -184,6 +187,9 @@ class Run(object):
                                     _delta(io0, io1), cpu)
         if sys0 is not None:
             result['syscalls']['self_reads'] = self.counter.self_reads(sys0, sys1)
+        extra = getattr(self.backend, 'phase_extra', None)
+        if extra is not None:
+            result.update(extra())
         if self.profiler is not None:
             # Files are written after the counters were read: their I/O is
             # not the phase's.

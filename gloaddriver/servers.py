@@ -104,76 +104,47 @@ def _tail(path, lines=3):
         return '(no log at %s)' % path
 
 
-class TarantoolServer(object):
-    """A private Tarantool: ``start()``, use ``host``/``port``/``user``/``password``, ``stop()``."""
+class _Server(object):
+    """A child server process with a temp dir: launch, pause/resume, kill, stop."""
 
-    def __init__(self, space='gloaddriver', wal_mode='none', memtx_memory=1 << 30,
-                 readahead=1 << 20, net_msg_max=4096, binary=None):
-        self.space = space
-        self.wal_mode = wal_mode
-        self.memtx_memory = memtx_memory
-        self.readahead = readahead
-        self.net_msg_max = net_msg_max
-        self.binary = binary or which('tarantool')
+    name = 'server'
+    log_name = 'server.log'
+
+    def __init__(self):
         self.host = '127.0.0.1'
         self.port = None
-        self.user = TARANTOOL_USER
-        self.password = binascii.hexlify(os.urandom(12)).decode('ascii')
         self.work_dir = None
         self.proc = None
+        self._run_as = None   # (uid, gid) when dropping root
 
     @property
     def uri(self):
         return '%s:%d' % (self.host, self.port)
 
-    def settings(self):
-        """What the manifest says about this server (never the password)."""
-        return {'kind': 'tarantool', 'spawned': True, 'wal_mode': self.wal_mode,
-                'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
-                'net_msg_max': self.net_msg_max, 'binary': self.binary}
+    def _argv(self):
+        raise NotImplementedError
 
-    def start(self, timeout=30.0):
-        if not self.binary:
-            raise errors.SetupError('no tarantool binary on PATH; install it '
-                                    '(apt-get install -y tarantool) or pass --uri to a running server')
-        self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-tarantool-')
-        self.port = free_port()
-        init = os.path.join(self.work_dir, 'init.lua')
-        with open(init, 'w') as f:
-            f.write(_TARANTOOL_INIT % {
-                'port': self.port, 'work_dir': self.work_dir, 'wal_mode': self.wal_mode,
-                'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
-                'net_msg_max': self.net_msg_max, 'user': self.user, 'space': self.space})
-        self._launch()
-        try:
-            _wait_listening(self.port, self.proc, os.path.join(self.work_dir, 'tarantool.log'),
-                            'tarantool', timeout)
-            self._wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+    def _env(self):
+        return dict(os.environ)
 
     def _launch(self):
-        env = dict(os.environ, GLOADDRIVER_SPAWN_PASSWORD=self.password)
-        with open(os.path.join(self.work_dir, 'stdout.log'), 'w') as out:
-            self.proc = subprocess.Popen([self.binary, os.path.join(self.work_dir, 'init.lua')],
-                                         cwd=self.work_dir, env=env, stdout=out,
-                                         stderr=subprocess.STDOUT, preexec_fn=_detach)
+        run_as = self._run_as
 
-    def _wait_ready(self, timeout):
-        # The port opens at box.cfg; the user and space exist once init.lua ends.
-        path = os.path.join(self.work_dir, 'stdout.log')
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            with open(path) as f:
-                if 'gloaddriver: ready' in f.read():
-                    return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        raise errors.SetupError('tarantool did not finish init.lua: %s'
-                                % _tail(os.path.join(self.work_dir, 'tarantool.log')))
+        def preexec():
+            if run_as is not None:
+                os.setgid(run_as[1])
+                os.setuid(run_as[0])
+            _detach()
+        with open(os.path.join(self.work_dir, 'stdout.log'), 'w') as out:
+            self.proc = subprocess.Popen(self._argv(), cwd=self.work_dir, env=self._env(),
+                                         stdout=out, stderr=subprocess.STDOUT,
+                                         preexec_fn=preexec)
+
+    def _log_path(self):
+        return os.path.join(self.work_dir, self.log_name)
+
+    def _wait_up(self, timeout):
+        _wait_listening(self.port, self.proc, self._log_path(), self.name, timeout)
 
     def pause(self):
         """SIGSTOP the server (tests of stalls)."""
@@ -185,24 +156,29 @@ class TarantoolServer(object):
     def kill(self):
         """Kill the process but keep the directory and port (to restart later)."""
         if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
             self.proc.kill()
             self.proc.wait()
 
     def restart(self, timeout=30.0):
-        """Start again on the same port and directory (data is gone with wal_mode=none)."""
+        """Start again on the same port and directory."""
         self.kill()
         self._launch()
-        _wait_listening(self.port, self.proc, os.path.join(self.work_dir, 'tarantool.log'),
-                        'tarantool', timeout)
-        self._wait_ready(timeout)
+        self._wait_up(timeout)
+        self._ready(timeout)
+
+    def _ready(self, timeout):
+        pass
+
+    _stop_signal = signal.SIGTERM
 
     def stop(self):
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
                     os.kill(self.proc.pid, signal.SIGCONT)
-                    self.proc.terminate()
-                    deadline = time.time() + 5
+                    os.kill(self.proc.pid, self._stop_signal)
+                    deadline = time.time() + 10
                     while self.proc.poll() is None and time.time() < deadline:
                         time.sleep(0.02)
                     if self.proc.poll() is None:
@@ -220,3 +196,213 @@ class TarantoolServer(object):
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class TarantoolServer(_Server):
+    """A private Tarantool: ``start()``, use ``host``/``port``/``user``/``password``, ``stop()``."""
+
+    name = 'tarantool'
+    log_name = 'tarantool.log'
+
+    def __init__(self, space='gloaddriver', wal_mode='none', memtx_memory=1 << 30,
+                 readahead=1 << 20, net_msg_max=4096, binary=None):
+        _Server.__init__(self)
+        self.space = space
+        self.wal_mode = wal_mode
+        self.memtx_memory = memtx_memory
+        self.readahead = readahead
+        self.net_msg_max = net_msg_max
+        self.binary = binary or which('tarantool')
+        self.user = TARANTOOL_USER
+        self.password = binascii.hexlify(os.urandom(12)).decode('ascii')
+
+    def settings(self):
+        """What the manifest says about this server (never the password)."""
+        return {'kind': 'tarantool', 'spawned': True, 'wal_mode': self.wal_mode,
+                'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
+                'net_msg_max': self.net_msg_max, 'binary': self.binary}
+
+    def _argv(self):
+        return [self.binary, os.path.join(self.work_dir, 'init.lua')]
+
+    def _env(self):
+        return dict(os.environ, GLOADDRIVER_SPAWN_PASSWORD=self.password)
+
+    def start(self, timeout=30.0):
+        if not self.binary:
+            raise errors.SetupError('no tarantool binary on PATH; install it '
+                                    '(apt-get install -y tarantool) or pass --uri to a running server')
+        self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-tarantool-')
+        self.port = free_port()
+        init = os.path.join(self.work_dir, 'init.lua')
+        with open(init, 'w') as f:
+            f.write(_TARANTOOL_INIT % {
+                'port': self.port, 'work_dir': self.work_dir, 'wal_mode': self.wal_mode,
+                'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
+                'net_msg_max': self.net_msg_max, 'user': self.user, 'space': self.space})
+        self._launch()
+        try:
+            self._wait_up(timeout)
+            self._ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _ready(self, timeout):
+        # The port opens at box.cfg; the user and space exist once init.lua ends.
+        path = os.path.join(self.work_dir, 'stdout.log')
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with open(path) as f:
+                if 'gloaddriver: ready' in f.read():
+                    return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise errors.SetupError('tarantool did not finish init.lua: %s' % _tail(self._log_path()))
+
+
+POSTGRES_USER = 'gloaddriver'
+POSTGRES_DB = 'gloaddriver'
+
+# What --wal-mode means for a spawned PostgreSQL, next to Tarantool's wal_mode.
+_PG_WAL = {
+    'none': ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+    'write': ['-c', 'synchronous_commit=off'],
+    'fsync': [],
+}
+
+
+def postgres_bindir():
+    """The directory of initdb/postgres: pg_config's, else the newest Debian one."""
+    import glob
+    found = sorted(glob.glob('/usr/lib/postgresql/*/bin/postgres'),
+                   key=lambda p: [int(x) for x in p.split('/')[4].split('.') if x.isdigit()])
+    if found:
+        return os.path.dirname(found[-1])
+    path = which('postgres')
+    return os.path.dirname(path) if path else None
+
+
+class PostgresServer(_Server):
+    """A private PostgreSQL cluster: initdb in a temp dir, free port, password auth.
+
+    ``initdb`` and ``postgres`` refuse to run as root, so as root the cluster
+    runs as the ``postgres`` system user (or $GLOADDRIVER_PG_USER). ssl=off:
+    a loopback server gains nothing from TLS and it costs ~24 %.
+    """
+
+    name = 'postgres'
+    log_name = 'stdout.log'
+    _stop_signal = signal.SIGINT   # "fast" shutdown: does not wait for clients
+
+    def __init__(self, wal_mode='none', max_connections=300, bindir=None):
+        _Server.__init__(self)
+        self.wal_mode = wal_mode
+        self.max_connections = max_connections
+        self.bindir = bindir or postgres_bindir()
+        self.user = POSTGRES_USER
+        self.database = POSTGRES_DB
+        self.password = binascii.hexlify(os.urandom(12)).decode('ascii')
+
+    @property
+    def dsn(self):
+        """libpq keyword DSN, password included: never print it."""
+        return 'host=%s port=%d dbname=%s user=%s password=%s sslmode=disable' % (
+            self.host, self.port, self.database, self.user, self.password)
+
+    def settings(self):
+        return {'kind': 'postgres', 'spawned': True, 'wal_mode': self.wal_mode,
+                'settings': ' '.join(_PG_WAL[self.wal_mode][1::2]) or 'defaults',
+                'ssl': 'off', 'max_connections': self.max_connections, 'bindir': self.bindir}
+
+    def _argv(self):
+        return [os.path.join(self.bindir, 'postgres'), '-D', os.path.join(self.work_dir, 'data'),
+                '-p', str(self.port), '-k', self.work_dir, '-c', 'listen_addresses=127.0.0.1',
+                '-c', 'ssl=off', '-c', 'max_connections=%d' % self.max_connections,
+                '-c', 'shared_buffers=256MB'] + _PG_WAL[self.wal_mode]
+
+    def _as_user(self):
+        if os.geteuid() != 0:
+            return None
+        import pwd
+        name = os.environ.get('GLOADDRIVER_PG_USER', 'postgres')
+        try:
+            pw = pwd.getpwnam(name)
+        except KeyError:
+            raise errors.SetupError(
+                'PostgreSQL refuses to run as root and there is no %r user to run it as; '
+                'create one (useradd %s) or set GLOADDRIVER_PG_USER' % (name, name))
+        return pw.pw_uid, pw.pw_gid
+
+    def start(self, timeout=60.0):
+        if not self.bindir or not os.path.exists(os.path.join(self.bindir, 'initdb')):
+            raise errors.SetupError('no PostgreSQL server binaries found; install them '
+                                    '(apt-get install -y postgresql) or pass --dsn')
+        self._run_as = self._as_user()
+        self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-postgres-')
+        try:
+            self.port = free_port()
+            pwfile = os.path.join(self.work_dir, 'pw')
+            with open(pwfile, 'w') as f:
+                f.write(self.password + '\n')
+            if self._run_as is not None:
+                for path in (self.work_dir, pwfile):
+                    os.chown(path, self._run_as[0], self._run_as[1])
+            self._initdb(pwfile)
+            os.unlink(pwfile)
+            self._launch()
+            self._wait_up(timeout)
+            self._ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _initdb(self, pwfile):
+        run_as = self._run_as
+
+        def preexec():
+            if run_as is not None:
+                os.setgid(run_as[1])
+                os.setuid(run_as[0])
+        log = os.path.join(self.work_dir, 'initdb.log')
+        with open(log, 'w') as out:
+            rc = subprocess.call(
+                [os.path.join(self.bindir, 'initdb'), '-D', os.path.join(self.work_dir, 'data'),
+                 '-U', self.user, '--pwfile', pwfile, '--auth-host', 'scram-sha-256',
+                 '--auth-local', 'scram-sha-256', '-E', 'UTF8', '--locale', 'C', '--no-sync'],
+                cwd=self.work_dir, stdout=out, stderr=subprocess.STDOUT, preexec_fn=preexec)
+        if rc != 0:
+            raise errors.SetupError('initdb failed (exit %d): %s' % (rc, _tail(log)))
+
+    def _ready(self, timeout):
+        """Wait until it accepts logins, then create the database and hstore."""
+        import psycopg2
+        deadline = time.time() + timeout
+        admin = 'host=%s port=%d dbname=postgres user=%s password=%s sslmode=disable' % (
+            self.host, self.port, self.user, self.password)
+        while True:
+            try:
+                conn = psycopg2.connect(admin, connect_timeout=5)
+                break
+            except psycopg2.OperationalError as e:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    raise errors.SetupError('postgres did not accept logins: %s | %s'
+                                            % (str(e).strip(), _tail(self._log_path())))
+                time.sleep(0.1)
+        try:
+            conn.autocommit = True
+            cur = conn.cursor()
+            cur.execute('SELECT 1 FROM pg_database WHERE datname = %s', (self.database,))
+            if cur.fetchone() is None:
+                cur.execute('CREATE DATABASE %s' % self.database)
+        finally:
+            conn.close()
+        conn = psycopg2.connect(self.dsn, connect_timeout=5)
+        try:
+            conn.autocommit = True
+            conn.cursor().execute('CREATE EXTENSION IF NOT EXISTS hstore')
+        finally:
+            conn.close()

@@ -12,6 +12,8 @@ from gloaddriver.compat import text_type
 
 OPS = ('insert', 'select', 'update', 'delete')
 DEFAULT_PHASES = OPS
+RELATIONAL_OPS = ('create', 'read')
+RELATIONAL_MIX = 'create=50,read=50'   # seed scenario 2
 
 # A phase: a name, and (op, weight) pairs; one pair = a single-op phase.
 Phase = namedtuple('Phase', 'name weights')
@@ -33,7 +35,7 @@ def parse_phases(text):
     return tuple(Phase(n, ((n, 1),)) for n in names)
 
 
-def parse_mix(text):
+def parse_mix(text, allowed=OPS):
     """'select=50,insert=50' -> one Phase named 'mix' with integer weights."""
     weights = []
     for part in text.split(','):
@@ -42,9 +44,9 @@ def parse_mix(text):
             continue
         name, sep, weight = part.partition('=')
         name = name.strip()
-        if not sep or name not in OPS:
-            raise ValueError('--mix takes op=weight pairs from %s, e.g. select=50,insert=50; '
-                             'got %r' % (','.join(OPS), part))
+        if not sep or name not in allowed:
+            raise ValueError('--mix takes op=weight pairs from %s, e.g. %s=50,%s=50; got %r'
+                             % (','.join(allowed), allowed[0], allowed[1], part))
         try:
             w = int(weight)
         except ValueError:

@@ -1,0 +1,294 @@
+"""The PostgreSQL workloads that run through the runner: kv and relational.
+
+kv mirrors the Tarantool workload op for op (same keys, same values) on a
+table ``(id bigint primary key, value text)``, so the two backends compare
+directly. relational is seed scenario 2: 50 % "create" (one transaction: 3
+parents with 2, 1 and 2 children) and 50 % "read" (10 parents with their
+children), each a single statement: one round trip per op. Single statements
+run in autocommit: an explicit BEGIN/COMMIT would add two round trips.
+"""
+from __future__ import absolute_import, division, print_function
+
+import re
+
+import gevent
+import psycopg2
+
+from gloaddriver import errors, workload
+from gloaddriver.backends.postgres import pool as pgpool
+from gloaddriver.compat import spawn_named
+
+SCHEMA_KV = """CREATE TABLE IF NOT EXISTS {t} (id bigint PRIMARY KEY, value text NOT NULL)"""
+SCHEMA_RELATIONAL = """
+CREATE TABLE IF NOT EXISTS rel_parent (id bigserial PRIMARY KEY, name text NOT NULL,
+                                       created timestamptz NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS rel_child (id bigserial PRIMARY KEY,
+                                      parent_id bigint NOT NULL REFERENCES rel_parent (id),
+                                      name text NOT NULL);
+CREATE INDEX IF NOT EXISTS rel_child_parent ON rel_child (parent_id)"""
+
+# One statement = one round trip = one transaction (autocommit).
+CREATE_FAMILY = """
+WITH p AS (INSERT INTO rel_parent (name) VALUES (%s), (%s), (%s) RETURNING id),
+     n AS (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM p)
+INSERT INTO rel_child (parent_id, name)
+SELECT n.id, c.name FROM n JOIN (VALUES (1, %s), (1, %s), (2, %s), (3, %s), (3, %s))
+    AS c (rn, name) ON c.rn = n.rn
+RETURNING parent_id"""
+READ_FAMILIES = """
+SELECT p.id, p.name, c.id, c.name
+FROM (SELECT id, name FROM rel_parent WHERE id >= %s ORDER BY id LIMIT 10) AS p
+LEFT JOIN rel_child AS c ON c.parent_id = p.id"""
+
+_IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,62}$')
+
+
+def translate(exc, item, password):
+    """A psycopg2 error as our exception; marks the connection broken when it is."""
+    pgcode = getattr(exc, 'pgcode', None)
+    if pgcode is None or item.conn.closed:
+        item.broken = True
+        return errors.NetworkError(pgpool.scrub(exc, password) or exc.__class__.__name__)
+    message = (getattr(exc, 'pgerror', None) or str(exc)).strip().splitlines()
+    return errors.ServerError(pgcode, message[0] if message else pgcode)
+
+
+def statement_runner(pool, timeout, password):
+    """run(sql, params, fetch) on a pooled connection with a timeout.
+
+    fetch: 'one' -> the first row or None, 'all' -> rows, 'count' -> rowcount.
+    """
+    Timeout = gevent.Timeout
+
+    def run(sql, params, fetch):
+        item = pool.get()
+        timer = Timeout(timeout)
+        timer.start()
+        try:
+            cur = item.cur
+            cur.execute(sql, params)
+            if fetch == 'one':
+                return cur.fetchone()
+            if fetch == 'all':
+                return cur.fetchall()
+            return cur.rowcount
+        except Timeout as t:
+            if t is not timer:
+                raise
+            # The exception went through the wait callback: psycopg2 has
+            # closed the connection, and the pool must not hand it out again.
+            item.broken = True
+            raise errors.RequestTimeout('no reply from PostgreSQL within %.1f s' % timeout)
+        except psycopg2.Error as e:
+            raise translate(e, item, password)
+        finally:
+            timer.close()
+            pool.put(item)
+    return run
+
+
+class PeakMonitor(object):
+    """Samples this database's client backends (pg_stat_activity) every 50 ms."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.peak = 0
+        self._item = None
+        self._greenlet = None
+
+    def start(self):
+        self.peak = 0
+        self._item = self.pool.connect()   # its own connection, outside the pool
+        self._greenlet = spawn_named('pg-monitor', self._loop)
+
+    def _loop(self):
+        cur = self._item.cur
+        while True:
+            try:
+                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                            "current_database() AND backend_type = 'client backend' "
+                            "AND pid <> pg_backend_pid()")
+                n = cur.fetchone()[0]
+                if n > self.peak:
+                    self.peak = n
+            except psycopg2.Error:
+                return
+            gevent.sleep(0.05)
+
+    def stop(self):
+        if self._greenlet is not None:
+            self._greenlet.kill()
+            self._greenlet = None
+        if self._item is not None:
+            pgpool.forget(self._item.fd)
+            self._item.conn.close()
+            self._item = None
+        return self.peak
+
+
+class PostgresBackend(object):
+    connector = 'psycopg2'
+
+    def __init__(self, config, dsn, password):
+        self.config = config
+        self.dsn = dsn
+        self.password = password
+        self.pool = pgpool.Pool(dsn, config.pool_size, password=password,
+                                connect_timeout=config.connect_timeout, timeout=config.timeout,
+                                setup=self._setup_connection)
+        self.monitor = PeakMonitor(self.pool)
+        self.values = workload.values(config.value_size)
+        self.max_parent = 0
+        self._ops = None
+        self._version = None
+        self._address = None
+        self._io0 = None
+
+    def describe(self):
+        c = self.config
+        return ('psycopg2 %s, %d greenlets on a pool of %d, %s wait callback%s'
+                % (psycopg2.__version__.split()[0], c.greenlets, c.pool_size, c.wait_callback,
+                   ', prepared statements' if c.prepared else ''))
+
+    def server_version(self):
+        return self._version
+
+    def address(self):
+        return self._address
+
+    # -- setup ------------------------------------------------------------------
+
+    def open(self):
+        c = self.config
+        if not _IDENT.match(c.table):
+            raise errors.ConfigError('--table must be a plain SQL identifier, got %r' % c.table)
+        try:
+            item = self.pool.connect(setup=False)   # the tables may not exist yet
+        except errors.NotConnected as e:
+            raise setup_error(str(e))
+        try:
+            conn = item.conn
+            v = conn.server_version
+            self._version = '%d.%d' % (v // 10000, v % 10000) if v >= 100000 else str(v)
+            info = getattr(conn, 'info', None)
+            if info is not None:
+                self._address = '%s:%s' % (info.host, info.port)
+            self._check_schema(item)
+        finally:
+            self.pool._drop(item) if self.config.prepared else self.pool.put(item)
+        self._ops = self._make_ops()
+
+    def _check_schema(self, item):
+        c = self.config
+        cur = item.cur
+        tables = [c.table] if c.workload == 'kv' else ['rel_parent', 'rel_child']
+        missing = []
+        for t in tables:
+            cur.execute('SELECT to_regclass(%s)', (t,))
+            if cur.fetchone()[0] is None:
+                missing.append(t)
+        if missing and c.init:
+            cur.execute(SCHEMA_KV.format(t=c.table) if c.workload == 'kv' else SCHEMA_RELATIONAL)
+            missing = []
+        if missing:
+            raise errors.SchemaError(
+                'table %s missing in the database; rerun with --init to create it, or create '
+                'it yourself: %s' % (', '.join(missing), (SCHEMA_KV.format(t=c.table)
+                                                        if c.workload == 'kv'
+                                                        else ' '.join(SCHEMA_RELATIONAL.split()))))
+        if c.workload == 'relational':
+            cur.execute('SELECT coalesce(max(id), 0) FROM rel_parent')
+            self.max_parent = cur.fetchone()[0]
+
+    def _setup_connection(self, item):
+        if not self.config.prepared or self.config.workload != 'kv':
+            return
+        t = self.config.table
+        cur = item.cur
+        cur.execute('PREPARE gl_insert (bigint, text) AS INSERT INTO %s (id, value) '
+                    'VALUES ($1, $2)' % t)
+        cur.execute('PREPARE gl_select (bigint) AS SELECT value FROM %s WHERE id = $1' % t)
+        cur.execute('PREPARE gl_update (text, bigint) AS UPDATE %s SET value = $1 WHERE id = $2'
+                    % t)
+        cur.execute('PREPARE gl_delete (bigint) AS DELETE FROM %s WHERE id = $1' % t)
+        item.prepared = True
+
+    # -- ops --------------------------------------------------------------------
+
+    def _make_ops(self):
+        c = self.config
+        run = statement_runner(self.pool, c.timeout, self.password)
+        if c.workload == 'relational':
+            return self._relational_ops(run)
+        t = c.table
+        if c.prepared:
+            ins, sel = 'EXECUTE gl_insert (%s, %s)', 'EXECUTE gl_select (%s)'
+            upd, dele = 'EXECUTE gl_update (%s, %s)', 'EXECUTE gl_delete (%s)'
+        else:
+            ins = 'INSERT INTO %s (id, value) VALUES (%%s, %%s)' % t
+            sel = 'SELECT value FROM %s WHERE id = %%s' % t
+            upd = 'UPDATE %s SET value = %%s WHERE id = %%s' % t
+            dele = 'DELETE FROM %s WHERE id = %%s' % t
+        values = self.values
+        nv = len(values)
+
+        def op_insert(key):
+            return run(ins, (key, values[key % nv]), 'count')
+
+        def op_select(key):
+            return run(sel, (key,), 'one')
+
+        def op_update(key):
+            return run(upd, (values[(key + 1) % nv], key), 'count')
+
+        def op_delete(key):
+            return run(dele, (key,), 'count')
+        return {'insert': op_insert, 'select': op_select, 'update': op_update,
+                'delete': op_delete}
+
+    def _relational_ops(self, run):
+        def op_create(key):
+            names = [u'parent-%d-%d' % (key, i) for i in range(3)] + \
+                    [u'child-%d-%d' % (key, i) for i in range(5)]
+            rows = run(CREATE_FAMILY, names, 'all')
+            top = max(r[0] for r in rows)
+            if top > self.max_parent:
+                self.max_parent = top
+            return rows
+
+        def op_read(key):
+            start = 1 + key % max(self.max_parent, 1)
+            return run(READ_FAMILIES, (start,), 'all')
+        return {'create': op_create, 'read': op_read}
+
+    def worker_ops(self, worker):
+        return self._ops
+
+    def io_counts(self):
+        return None
+
+    def phase_started(self):
+        self.monitor.start()
+
+    def phase_extra(self):
+        return {'server_connections_peak': self.monitor.stop(),
+                'pool': {'size': self.pool.size, 'peak_open': self.pool.peak,
+                         'connects': self.pool.connects, 'discarded': self.pool.discarded}}
+
+    def close(self):
+        self.monitor.stop()
+        self.pool.close()
+
+
+def setup_error(message):
+    """Turn a failed first connection into the SetupError a user can act on."""
+    low = message.lower()
+    if 'password authentication failed' in low or 'no password supplied' in low:
+        return errors.AuthError('PostgreSQL refused the login: %s; check the user and password '
+                                'in --dsn (or PGPASSWORD)' % message)
+    if 'does not exist' in low:
+        return errors.SchemaError('%s; create it (createdb) or name another in --dsn' % message)
+    if 'invalid dsn' in low or 'invalid connection option' in low or 'missing "="' in low:
+        return errors.SetupError('--dsn is not a valid connection string: %s' % message)
+    return errors.ConnectError('cannot connect to PostgreSQL: %s. Start a server there, point '
+                               '--dsn at one, or use --spawn for a private one' % message)

@@ -1,0 +1,200 @@
+"""psycopg2 made cooperative under gevent, and a blocking LIFO connection pool.
+
+Two wait callbacks make psycopg2 yield to the hub instead of blocking:
+
+* ``psycogreen``: psycogreen's stock callback, which builds a new io watcher
+  for every wait;
+* ``cached`` (default): the same loop, but each connection keeps one read and
+  one write watcher for its life. Measured in README ("PostgreSQL").
+
+A psycopg2 connection cannot be shared by greenlets, hence the pool: LIFO (the
+most recently used, warmest connection first), created lazily up to ``size``,
+closed or broken connections discarded and replaced. libpq's connect_timeout
+does not work in green mode, so a gevent timeout bounds connecting; any
+exception inside a wait callback makes psycopg2 close that connection, and the
+pool notices.
+"""
+from __future__ import absolute_import, division, print_function
+
+import gevent
+import psycopg2
+import psycopg2.extensions
+from gevent.hub import get_hub
+from gevent.queue import Empty, LifoQueue   # names stable across gevent 22.10 .. 26
+
+from gloaddriver import errors
+from gloaddriver.compat import clock
+
+WAIT_CALLBACKS = ('cached', 'psycogreen')
+
+_POLL_OK = psycopg2.extensions.POLL_OK
+_POLL_READ = psycopg2.extensions.POLL_READ
+_POLL_WRITE = psycopg2.extensions.POLL_WRITE
+
+# fd -> (read watcher, write watcher); entries go when the pool drops a connection.
+_watchers = {}
+
+
+def _cached_wait(conn, timeout=None):
+    hub = get_hub()
+    fd = conn.fileno()
+    pair = _watchers.get(fd)
+    if pair is None:
+        loop = hub.loop
+        pair = _watchers[fd] = (loop.io(fd, 1), loop.io(fd, 2))
+    while True:
+        state = conn.poll()
+        if state == _POLL_OK:
+            return
+        if state == _POLL_READ:
+            hub.wait(pair[0])
+        elif state == _POLL_WRITE:
+            hub.wait(pair[1])
+        else:
+            raise psycopg2.OperationalError('bad poll state %r' % (state,))
+
+
+def install(kind):
+    """Make psycopg2 cooperative; must run before any connection is made."""
+    if kind == 'psycogreen':
+        from psycogreen.gevent import patch_psycopg
+        patch_psycopg()
+    elif kind == 'cached':
+        psycopg2.extensions.set_wait_callback(_cached_wait)
+    else:
+        raise ValueError('unknown wait callback %r' % (kind,))
+
+
+def forget(fd):
+    """Drop the cached watchers of a connection (by its fd) that is going away."""
+    pair = _watchers.pop(fd, None)
+    if pair is not None:
+        for w in pair:
+            w.close()
+
+
+class Pooled(object):
+    """A connection with its reusable cursor and per-connection state."""
+    __slots__ = ('conn', 'cur', 'prepared', 'broken', 'fd')
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.fd = conn.fileno()   # kept: a closed connection no longer tells it
+        self.cur = conn.cursor()
+        self.prepared = False
+        self.broken = False
+
+
+def scrub(text, secret):
+    """Never let a password reach a message, even inside a quoted DSN."""
+    text = str(text).strip().splitlines()[0] if str(text).strip() else str(text)
+    return text.replace(secret, '***') if secret else text
+
+
+class Pool(object):
+    def __init__(self, dsn, size, password=None, connect_timeout=3.0, timeout=5.0,
+                 setup=None, autocommit=True):
+        self.dsn = dsn
+        self.size = size
+        self.password = password
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout
+        self.setup = setup
+        self.autocommit = autocommit
+        self._free = LifoQueue()
+        self.created = 0        # open connections, in use or free
+        self.connects = 0       # connections made over the run
+        self.discarded = 0
+        self.peak = 0
+
+    def connect(self, setup=True):
+        """One new connection, bounded by connect_timeout; raises NetworkError."""
+        timer = gevent.Timeout(self.connect_timeout)
+        timer.start()
+        try:
+            conn = psycopg2.connect(self.dsn)
+        except gevent.Timeout as t:
+            if t is not timer:
+                raise
+            raise errors.NotConnected('no answer from PostgreSQL within %.1f s'
+                                      % self.connect_timeout)
+        except psycopg2.Error as e:
+            raise errors.NotConnected(scrub(e, self.password))
+        finally:
+            timer.close()
+        conn.autocommit = self.autocommit
+        item = Pooled(conn)
+        if setup and self.setup is not None:
+            try:
+                self.setup(item)
+            except psycopg2.Error as e:
+                forget(item.fd)
+                conn.close()
+                raise errors.SchemaError('cannot prepare a new connection: %s'
+                                         % scrub(e, self.password))
+        self.connects += 1
+        return item
+
+    def get(self):
+        """A live connection: a free one, a new one, or wait (LIFO) for one."""
+        while True:
+            try:
+                item = self._free.get_nowait()
+            except Empty:
+                if self.created < self.size:
+                    return self._new()
+                try:
+                    item = self._free.get(timeout=self.timeout)
+                except Empty:
+                    raise errors.RequestTimeout('no free connection in a pool of %d within %.1f s'
+                                                % (self.size, self.timeout))
+            if not item.conn.closed:
+                return item
+            self._drop(item)
+
+    def _new(self):
+        # Reserve the slot first: connecting yields, and others must not overshoot.
+        self.created += 1
+        if self.created > self.peak:
+            self.peak = self.created
+        deadline = clock() + self.timeout
+        delay = 0.05
+        try:
+            while True:
+                try:
+                    return self.connect()
+                except errors.NotConnected:
+                    # Server down or restarting: retry with backoff until the
+                    # op's deadline instead of failing thousands of ops a second.
+                    if clock() + delay > deadline:
+                        raise
+                    gevent.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+        except BaseException:
+            self.created -= 1
+            raise
+
+    def put(self, item):
+        if item.broken or item.conn.closed:
+            self._drop(item)
+        else:
+            self._free.put(item)
+
+    def _drop(self, item):
+        self.created -= 1
+        self.discarded += 1
+        forget(item.fd)
+        try:
+            item.conn.close()
+        except psycopg2.Error:
+            pass
+
+    def close(self):
+        while True:
+            try:
+                item = self._free.get_nowait()
+            except Empty:
+                break
+            forget(item.fd)
+            item.conn.close()
+        self.created = 0
