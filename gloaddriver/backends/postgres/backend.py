@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
+import psycopg2.extensions
+
 import gevent
 import psycopg2
 
@@ -165,7 +167,7 @@ class PostgresBackend(object):
         try:
             item = self.pool.connect(setup=False)   # the tables may not exist yet
         except errors.NotConnected as e:
-            raise setup_error(str(e))
+            raise setup_error(str(e), dsn_address(self.dsn))
         try:
             conn = item.conn
             v = conn.server_version
@@ -175,7 +177,10 @@ class PostgresBackend(object):
                 self._address = '%s:%s' % (info.host, info.port)
             self._check_schema(item)
         finally:
-            self.pool._drop(item) if self.config.prepared else self.pool.put(item)
+            # Not handed to the pool: it has no prepared statements and is not
+            # counted in the pool's size.
+            pgpool.forget(item.fd)
+            item.conn.close()
         self._ops = self._make_ops()
 
     def _check_schema(self, item):
@@ -280,7 +285,16 @@ class PostgresBackend(object):
         self.pool.close()
 
 
-def setup_error(message):
+def dsn_address(dsn):
+    """host:port a DSN points at, for messages (libpq defaults where unset)."""
+    try:
+        parts = psycopg2.extensions.parse_dsn(dsn) if dsn else {}
+    except psycopg2.Error:
+        return None
+    return '%s:%s' % (parts.get('host') or 'the local socket', parts.get('port') or 5432)
+
+
+def setup_error(message, address=None):
     """Turn a failed first connection into the SetupError a user can act on."""
     low = message.lower()
     if 'password authentication failed' in low or 'no password supplied' in low:
@@ -290,5 +304,6 @@ def setup_error(message):
         return errors.SchemaError('%s; create it (createdb) or name another in --dsn' % message)
     if 'invalid dsn' in low or 'invalid connection option' in low or 'missing "="' in low:
         return errors.SetupError('--dsn is not a valid connection string: %s' % message)
-    return errors.ConnectError('cannot connect to PostgreSQL: %s. Start a server there, point '
-                               '--dsn at one, or use --spawn for a private one' % message)
+    return errors.ConnectError('cannot connect to PostgreSQL at %s: %s. Start a server there, '
+                               'point --dsn at one, or use --spawn for a private one'
+                               % (address or 'the --dsn address', message))

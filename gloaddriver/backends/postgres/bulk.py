@@ -60,11 +60,11 @@ class BulkLoader(object):
             psycopg2.__version__.split()[0], ','.join(self.config.bulk_methods), self.config.rows)
 
     def open(self):
-        from gloaddriver.backends.postgres.backend import setup_error
+        from gloaddriver.backends.postgres.backend import dsn_address, setup_error
         try:
             item = self.pool.connect()
         except errors.NotConnected as e:
-            raise setup_error(str(e))
+            raise setup_error(str(e), dsn_address(self.dsn))
         conn = item.conn
         cur = item.cur
         cur.execute("SELECT oid, typarray FROM pg_type WHERE typname = 'hstore'")
