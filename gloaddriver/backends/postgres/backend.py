@@ -18,7 +18,7 @@ import psycopg2
 
 from gloaddriver import errors, workload
 from gloaddriver.backends.postgres import pool as pgpool
-from gloaddriver.compat import spawn_named
+from gloaddriver.compat import clock, spawn_named
 
 SCHEMA_KV = """CREATE TABLE IF NOT EXISTS {t} (id bigint PRIMARY KEY, value text NOT NULL)"""
 SCHEMA_RELATIONAL = """
@@ -55,37 +55,39 @@ def translate(exc, item, password):
     return errors.ServerError(pgcode, message[0] if message else pgcode)
 
 
-def statement_runner(pool, timeout, password):
-    """run(sql, params, fetch) on a pooled connection with a timeout.
+def statement_runner(pool, deadlines, password):
+    """run(sql, params, fetch) on a pooled connection within the op timeout.
 
     fetch: 'one' -> the first row or None, 'all' -> rows, 'count' -> rowcount.
     """
-    Timeout = gevent.Timeout
+    active = deadlines.active
+    timeout = deadlines.timeout
+    getcurrent = gevent.getcurrent
 
     def run(sql, params, fetch):
-        item = pool.get()
-        timer = Timeout(timeout)
-        timer.start()
+        g = getcurrent()
+        active[g] = (clock() + timeout,)   # a fresh tuple: also the ticket
         try:
-            cur = item.cur
-            cur.execute(sql, params)
-            if fetch == 'one':
-                return cur.fetchone()
-            if fetch == 'all':
-                return cur.fetchall()
-            return cur.rowcount
-        except Timeout as t:
-            if t is not timer:
+            item = pool.get()
+            try:
+                cur = item.cur
+                cur.execute(sql, params)
+                if fetch == 'one':
+                    return cur.fetchone()
+                if fetch == 'all':
+                    return cur.fetchall()
+                return cur.rowcount
+            except errors.RequestTimeout:
+                # Thrown through the wait callback: psycopg2 has closed the
+                # connection, and the pool must not hand it out again.
+                item.broken = True
                 raise
-            # The exception went through the wait callback: psycopg2 has
-            # closed the connection, and the pool must not hand it out again.
-            item.broken = True
-            raise errors.RequestTimeout('no reply from PostgreSQL within %.1f s' % timeout)
-        except psycopg2.Error as e:
-            raise translate(e, item, password)
+            except psycopg2.Error as e:
+                raise translate(e, item, password)
+            finally:
+                pool.put(item)
         finally:
-            timer.close()
-            pool.put(item)
+            active.pop(g, None)
     return run
 
 
@@ -139,6 +141,7 @@ class PostgresBackend(object):
                                 connect_timeout=config.connect_timeout, timeout=config.timeout,
                                 setup=self._setup_connection)
         self.monitor = PeakMonitor(self.pool)
+        self.deadlines = pgpool.Deadlines(config.timeout)
         self.values = workload.values(config.value_size)
         self.max_parent = 0
         self._ops = None
@@ -222,7 +225,8 @@ class PostgresBackend(object):
 
     def _make_ops(self):
         c = self.config
-        run = statement_runner(self.pool, c.timeout, self.password)
+        run = statement_runner(self.pool, self.deadlines, self.password)
+        self.deadlines.start()
         if c.workload == 'relational':
             return self._relational_ops(run)
         t = c.table
@@ -282,6 +286,7 @@ class PostgresBackend(object):
 
     def close(self):
         self.monitor.stop()
+        self.deadlines.stop()
         self.pool.close()
 
 

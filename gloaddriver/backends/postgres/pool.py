@@ -91,6 +91,49 @@ def scrub(text, secret):
     return text.replace(secret, '***') if secret else text
 
 
+class Deadlines(object):
+    """Per-op timeouts from one sweeper greenlet instead of a timer per op.
+
+    An op registers ``(deadline, ticket)`` for its greenlet and removes it
+    when done: a dict store and a pop, where a gevent.Timeout costs an object
+    and a timer start/stop. The sweeper throws RequestTimeout into greenlets
+    whose deadline passed; the throw re-checks the ticket, so an op that
+    finished meanwhile is never hit, and never its successor. Precision is
+    the tick (timeout/10, at most 0.1 s).
+    """
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.active = {}
+        self._hub = get_hub()
+        self._greenlet = None
+
+    def start(self):
+        if self._greenlet is None:
+            from gloaddriver.compat import spawn_named
+            self._greenlet = spawn_named('pg-deadlines', self._sweep)
+
+    def _sweep(self):
+        tick = min(0.1, max(self.timeout / 10.0, 0.005))
+        callback = self._hub.loop.run_callback
+        while True:
+            gevent.sleep(tick)
+            now = clock()
+            for g, entry in list(self.active.items()):
+                if entry[0] <= now:
+                    callback(self._expire, g, entry)
+
+    def _expire(self, g, entry):
+        if self.active.get(g) is entry:
+            del self.active[g]
+            g.throw(errors.RequestTimeout('no reply from PostgreSQL within %.1f s' % self.timeout))
+
+    def stop(self):
+        if self._greenlet is not None:
+            self._greenlet.kill()
+            self._greenlet = None
+
+
 class Pool(object):
     def __init__(self, dsn, size, password=None, connect_timeout=3.0, timeout=5.0,
                  setup=None, autocommit=True):
