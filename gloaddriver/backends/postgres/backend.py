@@ -37,10 +37,14 @@ INSERT INTO rel_child (parent_id, name)
 SELECT n.id, c.name FROM n JOIN (VALUES (1, %s), (1, %s), (2, %s), (3, %s), (3, %s))
     AS c (rn, name) ON c.rn = n.rn
 RETURNING parent_id"""
+# LATERAL (with OFFSET 0, so it is not flattened into a join): each parent's children by the parent_id index, whatever the table
+# statistics say. A plain LEFT JOIN planned on a young, never-analyzed table
+# hashes a full scan of rel_child per read (measured: 2.9 ms at 30k children
+# against 0.03 ms), and the workload slows down as the tables grow.
 READ_FAMILIES = """
 SELECT p.id, p.name, c.id, c.name
 FROM (SELECT id, name FROM rel_parent WHERE id >= %s ORDER BY id LIMIT 10) AS p
-LEFT JOIN rel_child AS c ON c.parent_id = p.id"""
+LEFT JOIN LATERAL (SELECT id, name FROM rel_child WHERE parent_id = p.id OFFSET 0) AS c ON true"""
 
 _IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,62}$')
 

@@ -12,6 +12,7 @@ result says so (``green: false``) rather than pretending otherwise.
 from __future__ import absolute_import, division, print_function
 
 import io
+import sys
 
 import psycopg2
 import psycopg2.extensions
@@ -93,7 +94,16 @@ class BulkLoader(object):
         self.admin = item
 
     def run(self, methods, rows):
-        return [self._one(m, rows) for m in methods]
+        out = []
+        for m in methods:
+            res = self._one(m, rows)
+            out.append(res)
+            if self.config.progress > 0:
+                sys.stderr.write('%s: %s rows in %.2f s, %s rows/s\n' % (
+                    res['name'], '{:,}'.format(res['ok']), res['seconds'],
+                    '{:,}'.format(int(res['rows_per_sec'] or 0))))
+                sys.stderr.flush()
+        return out
 
     def _one(self, method, rows):
         n = rows
