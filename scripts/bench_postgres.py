@@ -110,12 +110,13 @@ def main():
                     if res:
                         raw.append({'kind': 'kv', 'label': label, 'result': res})
                         rows.append(row('kv insert', '8 conns, ' + label, phase(res, 'insert')))
-                        rows.append(row('kv select', '8 conns, ' + label, phase(res, 'select')))
+                        rows.append(dict(row('kv select', '8 conns, ' + label,
+                                             phase(res, 'select')), round=r))
             if have_pgbench:
                 sys.stderr.write('pgbench -S -M prepared (round %d)\n' % (r + 1))
                 tps = pgbench(server, 8, args.pgbench_seconds)
                 if tps:
-                    rows.append({'what': 'pgbench -S -M prepared', 'config': '8 clients, -j 1',
+                    rows.append({'round': r, 'what': 'pgbench -S -M prepared', 'config': '8 clients, -j 1',
                                  'rate': tps, 'unit': 'tps', 'p99_us': None,
                                  'syscalls_per_op': None, 'cpu_us_per_op': None, 'failed': 0,
                                  'server_connections_peak': None})
@@ -137,10 +138,12 @@ def main():
                     rows.append(row(p['name'], '%d rows%s' % (p['attempted'],
                                     '' if p['green'] else ', outside green mode'), p, 'rows/s'))
 
-    best_pgbench = max([r['rate'] for r in rows if r['what'].startswith('pgbench')] or [0])
+    # Each kv select against the pgbench run of its own round (same minutes).
+    pgbench_by_round = dict((r['round'], r['rate']) for r in rows
+                            if r['what'].startswith('pgbench'))
     for r in rows:
-        if r['what'] == 'kv select' and best_pgbench:
-            r['vs_pgbench'] = round(r['rate'] / best_pgbench, 2)
+        if r['what'] == 'kv select' and r.get('round') in pgbench_by_round:
+            r['vs_pgbench'] = round(r['rate'] / pgbench_by_round[r['round']], 2)
     manifest = raw[0]['result']['manifest'] if raw else {}
     print('PostgreSQL %s (spawned, fsync off, ssl off), %s, psycopg2 %s' % (
         (manifest.get('server') or {}).get('version'), manifest.get('interpreter'),
