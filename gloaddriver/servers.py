@@ -160,12 +160,34 @@ class _Server(object):
             self.proc.kill()
             self.proc.wait()
 
+    def start(self, timeout=30.0):
+        """Temp dir, free port, prepare, launch, wait until usable; clean up on failure."""
+        self._check()
+        self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-%s-' % self.name)
+        try:
+            self.port = free_port()
+            self._prepare()
+            self._boot(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
     def restart(self, timeout=30.0):
         """Start again on the same port and directory."""
         self.kill()
+        self._boot(timeout)
+
+    def _boot(self, timeout):
         self._launch()
         self._wait_up(timeout)
         self._ready(timeout)
+
+    def _check(self):
+        """Raise SetupError when the server cannot be started here."""
+
+    def _prepare(self):
+        """Write the server's files into work_dir before the first launch."""
 
     def _ready(self, timeout):
         pass
@@ -228,26 +250,17 @@ class TarantoolServer(_Server):
     def _env(self):
         return dict(os.environ, GLOADDRIVER_SPAWN_PASSWORD=self.password)
 
-    def start(self, timeout=30.0):
+    def _check(self):
         if not self.binary:
             raise errors.SetupError('no tarantool binary on PATH; install it '
                                     '(apt-get install -y tarantool) or pass --uri to a running server')
-        self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-tarantool-')
-        self.port = free_port()
-        init = os.path.join(self.work_dir, 'init.lua')
-        with open(init, 'w') as f:
+
+    def _prepare(self):
+        with open(os.path.join(self.work_dir, 'init.lua'), 'w') as f:
             f.write(_TARANTOOL_INIT % {
                 'port': self.port, 'work_dir': self.work_dir, 'wal_mode': self.wal_mode,
                 'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
                 'net_msg_max': self.net_msg_max, 'user': self.user, 'space': self.space})
-        self._launch()
-        try:
-            self._wait_up(timeout)
-            self._ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _ready(self, timeout):
         # The port opens at box.cfg; the user and space exist once init.lua ends.
@@ -337,28 +350,23 @@ class PostgresServer(_Server):
         return pw.pw_uid, pw.pw_gid
 
     def start(self, timeout=60.0):
+        return _Server.start(self, timeout)
+
+    def _check(self):
         if not self.bindir or not os.path.exists(os.path.join(self.bindir, 'initdb')):
             raise errors.SetupError('no PostgreSQL server binaries found; install them '
                                     '(apt-get install -y postgresql) or pass --dsn')
         self._run_as = self._as_user()
-        self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-postgres-')
-        try:
-            self.port = free_port()
-            pwfile = os.path.join(self.work_dir, 'pw')
-            with open(pwfile, 'w') as f:
-                f.write(self.password + '\n')
-            if self._run_as is not None:
-                for path in (self.work_dir, pwfile):
-                    os.chown(path, self._run_as[0], self._run_as[1])
-            self._initdb(pwfile)
-            os.unlink(pwfile)
-            self._launch()
-            self._wait_up(timeout)
-            self._ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+
+    def _prepare(self):
+        pwfile = os.path.join(self.work_dir, 'pw')
+        with open(pwfile, 'w') as f:
+            f.write(self.password + '\n')
+        if self._run_as is not None:
+            for path in (self.work_dir, pwfile):
+                os.chown(path, self._run_as[0], self._run_as[1])
+        self._initdb(pwfile)
+        os.unlink(pwfile)
 
     def _initdb(self, pwfile):
         run_as = self._run_as

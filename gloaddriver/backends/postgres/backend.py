@@ -106,22 +106,36 @@ class PeakMonitor(object):
 
     def start(self):
         self.peak = 0
-        self._item = self.pool.connect()   # its own connection, outside the pool
+        self._item = self.pool.connect(setup=False)   # its own connection, outside the pool
         self._greenlet = spawn_named('pg-monitor', self._loop)
 
     def _loop(self):
-        cur = self._item.cur
         while True:
             try:
-                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                            "current_database() AND backend_type = 'client backend' "
-                            "AND pid <> pg_backend_pid()")
-                n = cur.fetchone()[0]
+                self._item.cur.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+                n = self._item.cur.fetchone()[0]
                 if n > self.peak:
                     self.peak = n
             except psycopg2.Error:
-                return
+                # Its connection was killed (or the server restarted): keep
+                # sampling on a new one rather than go blind for the phase.
+                self._reconnect()
             gevent.sleep(0.05)
+
+    def _reconnect(self):
+        pgpool.forget(self._item.fd)
+        try:
+            self._item.conn.close()
+        except psycopg2.Error:
+            pass
+        while True:
+            try:
+                self._item = self.pool.connect(setup=False)
+                return
+            except errors.OpError:
+                gevent.sleep(0.2)
 
     def stop(self):
         if self._greenlet is not None:
