@@ -1,7 +1,7 @@
 """The few helpers that let one source run on CPython 2.7 and 3.x.
 
-Kept deliberately tiny (no six): text/bytes types, a monotonic clock and dict
-iteration. Everything else is written in the common subset of both languages.
+Kept deliberately tiny (no six): text/bytes types, a monotonic clock, named
+greenlets. Everything else is written in the common subset of both languages.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -13,39 +13,22 @@ PY2 = sys.version_info[0] == 2
 if PY2:  # pragma: no cover - exercised by the 2.7 test run
     text_type = unicode  # noqa: F821
     binary_type = str
-    string_types = (str, unicode)  # noqa: F821
-    integer_types = (int, long)  # noqa: F821
     # 2.7 has no monotonic clock in the stdlib; time.time() is a vDSO
     # gettimeofday, as cheap as it gets, and a run is too short for NTP steps
     # to matter much. The manifest names the clock so nobody is misled.
     clock = time.time
     CLOCK_NAME = 'time.time'
-
-    def iteritems(d):
-        return d.iteritems()
 else:
     text_type = str
     binary_type = bytes
-    string_types = (str,)
-    integer_types = (int,)
     clock = time.perf_counter
     CLOCK_NAME = 'time.perf_counter'
-
-    def iteritems(d):
-        return iter(d.items())
 
 
 def to_text(value, encoding='utf-8'):
     """Decode bytes to text; text passes through unchanged."""
     if isinstance(value, binary_type):
         return value.decode(encoding)
-    return value
-
-
-def to_bytes(value, encoding='utf-8'):
-    """Encode text to bytes; bytes pass through unchanged."""
-    if isinstance(value, text_type):
-        return value.encode(encoding)
     return value
 
 

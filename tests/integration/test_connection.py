@@ -8,7 +8,7 @@ import pytest
 
 from gloaddriver import errors, workload
 from gloaddriver.backends.tarantool.backend import make_ops
-from tests.integration.conftest import connect, create_space
+from tests.integration.conftest import connect
 
 
 def test_select_returns_exactly_what_insert_and_update_wrote(tarantool, space):

@@ -1,7 +1,6 @@
 """Profiles (callgrind/pstats) and the perf stat cross-check, against a real Tarantool."""
 from __future__ import absolute_import, division, print_function
 
-import glob
 import json
 import os
 import pstats

@@ -127,13 +127,6 @@ def _new_unpacker():
         return msgpack.Unpacker(raw=False, unicode_errors=UNICODE_ERRORS)
 
 
-def unpack_one(data):
-    """Decode one msgpack object (tests and the greeting path)."""
-    unpacker = _new_unpacker()
-    unpacker.feed(data)
-    return next(unpacker)
-
-
 class Encoder(object):
     """Appends request frames to a caller's bytearray.
 
