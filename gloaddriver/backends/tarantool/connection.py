@@ -152,6 +152,9 @@ class Connection(object):
                     '(or GLOADDRIVER_PASSWORD)' % (self.address, self.user, err.message))
 
     def _attach(self, sock):
+        # Forget the greenlets of earlier sockets: a long run with many
+        # reconnects would otherwise keep every dead one.
+        self._greenlets = [g for g in self._greenlets if not g.dead]
         self._sock = sock
         self._out = bytearray()
         self._writer_waiter = None
