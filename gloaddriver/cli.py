@@ -23,7 +23,7 @@ Config = namedtuple('Config', [
     'distribution', 'value_size', 'seed', 'json', 'progress', 'timeout', 'connect_timeout',
     'outage_limit', 'max_pending', 'overlap', 'syscalls', 'callgrind', 'pstats',
     'profile_clock', 'profiler', 'dsn', 'table', 'workload', 'prepared', 'pool_size',
-    'bulk_methods', 'rows', 'wait_callback', 'init', 'argv'])
+    'bulk_methods', 'rows', 'wait_callback', 'init', 'checksum', 'by_name', 'argv'])
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -127,6 +127,12 @@ def build_parser():
     g.add_argument('--value-size', type=_positive_int, default=1536, metavar='BYTES',
                    help='characters per value (string.printable[i %% 100] * BYTES)')
     g.add_argument('--seed', type=int, default=1, help='seed of the random key choices')
+    g.add_argument('--checksum', action='store_true',
+                   help='sum a crc32 of every op\'s result per op type (order-independent; '
+                        'for comparing runs, e.g. by "gloaddriver compat")')
+    g.add_argument('--by-name', action='store_true',
+                   help='tarantool: name the space on every op (through the schema cache) '
+                        'instead of resolving it once')
     g = p.add_argument_group('limits')
     g.add_argument('--timeout', type=_seconds, default=5.0, metavar='SECONDS',
                    help='per-request timeout')
@@ -255,7 +261,7 @@ def parse(argv=None, environ=None):
         table=args.table, workload=args.workload if args.backend == 'postgres' else None,
         prepared=args.prepared, pool_size=args.pool_size or args.greenlets,
         bulk_methods=methods, rows=args.rows, wait_callback=args.wait_callback,
-        init=args.init, argv=tuple(mask_argv(argv)))
+        init=args.init, checksum=args.checksum, by_name=args.by_name, argv=tuple(mask_argv(argv)))
 
 
 _DSN_SECRETS = (re.compile(r'(password\s*=\s*)(\'(?:[^\'\\\\]|\\\\.)*\'|\S+)'),
@@ -288,6 +294,10 @@ def mask_argv(argv):
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ['compat']:
+        from gloaddriver import compat_check
+        return compat_check.main(argv[1:])
     from gloaddriver import app   # after monkey-patching (see __main__)
     try:
         config = parse(argv)

@@ -47,6 +47,21 @@ def _failed(budget, st, exc):
     gevent.sleep(0)
 
 
+def _checksummed(fn, st):
+    """fn, plus an order-independent checksum of its results into st.checksum."""
+    import zlib
+    import msgpack
+    pack = msgpack.Packer(use_bin_type=True).pack
+
+    def op(key):
+        r = fn(key)
+        if r is not None and not isinstance(r, (int, list, tuple)):
+            r = list(r)   # tarantool-python's Response
+        st.checksum = (st.checksum + (zlib.crc32(pack(r)) & 0xffffffff)) % (1 << 64)
+        return r
+    return op
+
+
 def _run_single(budget, st, fn, next_key, clock=clock):
     """The hot loop of a one-op phase: keep it lean, it runs once per op."""
     while budget.left > 0:
@@ -151,6 +166,10 @@ class Run(object):
             self.profiler.start(spec.name)
         for w in range(cfg.greenlets):
             fns = self.backend.worker_ops(w)
+            if cfg.checksum:
+                by_name = dict((st.name, st) for st in ops)
+                fns = dict((k, _checksummed(f, by_name[k])) for k, f in fns.items()
+                           if k in by_name)
             if len(ops) == 1:
                 st = ops[0]
                 workers.append(spawn_named('worker-%d' % w, _run_single, budget, st, fns[st.name],
@@ -247,8 +266,8 @@ class Run(object):
         if len(ops) > 1:
             res['ops'] = dict((st.name, _counts([st], seconds, st.hist, st.sum_us)) for st in ops)
         if iod:
-            res['connection'] = dict((k, iod[k]) for k in ('reconnects', 'late', 'outage_seconds')
-                                     if k in iod)
+            res['connection'] = dict((k, iod[k]) for k in (
+                'reconnects', 'late', 'outage_seconds', 'requests', 'schema_fetches') if k in iod)
         return res
 
     def _syscall_block(self, sysd, iod, attempted):
@@ -297,6 +316,7 @@ def _counts(ops, seconds, hist, sum_us):
         'ok_per_sec': round(ok / seconds, 1) if seconds > 0 else None,
         'latency_us': stats.latency_summary(hist, sum_us),
         'histogram': _text(hist.encode()),
+        'checksum': '%016x' % (sum(st.checksum for st in ops) % (1 << 64)),
     }
 
 

@@ -53,7 +53,7 @@ class OpStats(object):
     """
 
     __slots__ = ('name', 'attempted', 'timed_out', 'misses', 'failed', 'samples',
-                 'lat', 'hist', 'interval', 'sum_us')
+                 'lat', 'hist', 'interval', 'sum_us', 'checksum')
 
     def __init__(self, name):
         self.name = name
@@ -66,6 +66,7 @@ class OpStats(object):
         self.hist = new_histogram()
         self.interval = new_histogram()
         self.sum_us = 0
+        self.checksum = 0      # with --checksum: sum of crc32 of every result
 
     def error(self, exc):
         """Count one failed op; a timeout is its own outcome, not a failure."""

@@ -20,7 +20,8 @@ import struct
 
 NETWORK = ('sendto', 'recvfrom', 'sendmsg', 'recvmsg')
 NAMES = NETWORK + ('read', 'write', 'epoll_wait', 'epoll_pwait', 'epoll_ctl', 'poll',
-                   'getsockopt', 'getpid', 'futex', 'clock_gettime', 'connect')
+                   'getsockopt', 'getpid', 'futex', 'clock_gettime', 'connect', 'brk', 'mmap',
+                   'munmap', 'madvise', 'mprotect')
 TOTAL = 'total'
 
 _TRACEFS = ('/sys/kernel/tracing', '/sys/kernel/debug/tracing')

@@ -14,7 +14,7 @@ from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool.connection import Connection
 
 
-def make_ops(conn, space_id, values):
+def make_ops(conn, space_id, values, space_name=None):
     """The four op callables on one buffered connection.
 
     ``values[k % 100]`` is inserted for key k and ``values[(k + 1) % 100]``
@@ -27,6 +27,8 @@ def make_ops(conn, space_id, values):
     enc = conn.encoder
     enc_insert, enc_select, enc_update, enc_delete = enc.insert, enc.select, enc.update, enc.delete
     limit, eq = P.MAX_SELECT, P.ITERATOR_EQ
+    if space_name is not None:
+        return _ops_by_name(conn, space_name, values)
 
     def op_insert(key):
         return request(enc_insert, space_id, [key, values[key % nv]])
@@ -40,6 +42,30 @@ def make_ops(conn, space_id, values):
 
     def op_delete(key):
         return request(enc_delete, space_id, 0, [key])
+    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete}
+
+
+def _ops_by_name(conn, name, values):
+    """The same ops, naming the space on every call (--by-name).
+
+    Each op resolves the name through the connection's schema cache, as an
+    application would: a cache that misses (keyed by bytes on py3, say) shows
+    up as schema fetches and two requests per op.
+    """
+    nv = len(values)
+    insert, select, update, delete = conn.insert, conn.select, conn.update, conn.delete
+
+    def op_insert(key):
+        return insert(name, [key, values[key % nv]])
+
+    def op_select(key):
+        return select(name, [key])
+
+    def op_update(key):
+        return update(name, [key], [[u'=', 1, values[(key + 1) % nv]]])
+
+    def op_delete(key):
+        return delete(name, [key])
     return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete}
 
 
@@ -67,7 +93,8 @@ class BufferedBackend(object):
                               name='tarantool-%d' % i)
             self.conns.append(conn.connect())
         self.space_id = check_space(self.conns[0], c.space)
-        self._ops = [make_ops(conn, self.space_id, self.values) for conn in self.conns]
+        name = c.space if c.by_name else None
+        self._ops = [make_ops(conn, self.space_id, self.values, name) for conn in self.conns]
 
     def worker_ops(self, worker):
         return self._ops[worker % len(self._ops)]

@@ -110,7 +110,8 @@ class SyncBackend(object):
         except Exception:
             self._version = None
         self.conns = [first] + _spawn_all([self._connect] * (c.greenlets - 1))
-        self._ops = [make_ops(conn, self.space_id, self.values) for conn in self.conns]
+        space = c.space if c.by_name else self.space_id
+        self._ops = [make_ops(conn, space, self.values) for conn in self.conns]
 
     def worker_ops(self, worker):
         return self._ops[worker]

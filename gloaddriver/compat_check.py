@@ -1,0 +1,418 @@
+"""``gloaddriver compat``: the same seeded run on two interpreters, side by side.
+
+Each interpreter runs in its own environment (found, or created under
+.venv/compat-X.Y with this checkout installed), against one private server,
+each into its own space, with the same seed, keys, values, op order and
+concurrency. Then eleven checks, each a row with both sides and a verdict:
+PASS, FAIL, or EXPLAINED (a known difference, listed rather than hidden).
+Exit 0 only when no check fails.
+"""
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from gloaddriver import errors
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Syscalls whose rate may differ for reasons we know; beyond the tolerance
+# they are EXPLAINED rather than FAIL (below 1.5x).
+KNOWN_SYSCALL_CAUSES = {
+    'getsockopt': "gevent's sendall adds one per call",
+    'getpid': "gevent's fork check runs once per loop iteration: it follows the batching",
+    'epoll_wait': 'one per loop iteration: it follows the batching',
+    'epoll_ctl': "psycogreen's wait callback registers a new watcher per wait",
+    'futex': "a second thread (gevent's resolver pool) makes 2.7's GIL hand off",
+    'brk': 'the memory allocator: 2.7 grows its heap with brk',
+    'mmap': "the memory allocator: CPython 3's pymalloc maps arenas as load comes and goes",
+    'munmap': "the memory allocator: CPython 3's pymalloc unmaps idle arenas",
+    'madvise': 'the memory allocator',
+    'mprotect': 'the memory allocator',
+}
+NOISE_PER_OP = 0.01     # rates below this on both sides are not compared
+
+
+class CompatError(errors.GloadError):
+    pass
+
+
+# -- environments -------------------------------------------------------------------
+
+def _version_of(exe):
+    try:
+        out = subprocess.check_output([exe, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'],
+                                      stderr=subprocess.STDOUT)
+        return out.decode().strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def find_interpreter(spec):
+    """A path to a working interpreter for 'python2.7', '3.13', or a path."""
+    if os.sep in spec:
+        return spec if _version_of(spec) else None
+    name = spec if spec.startswith('python') else 'python' + spec
+    want = name[len('python'):]
+    candidates = []
+    for d in os.environ.get('PATH', '').split(os.pathsep):
+        candidates.append(os.path.join(d, name))
+    try:
+        root = subprocess.check_output(['pyenv', 'root'], stderr=subprocess.STDOUT).decode().strip()
+        candidates += sorted(glob.glob(os.path.join(root, 'versions', want + '*', 'bin', 'python')))
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    for c in candidates:
+        v = _version_of(c) if os.path.exists(c) else None
+        if v and (not want or v == want or v.startswith(want)):
+            return c
+    return None
+
+
+def _ready(exe):
+    code = 'import gevent, greenlet, msgpack, hdrh, tarantool, gloaddriver'
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.call([exe, '-c', code], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE) == 0
+
+
+def ensure_env(spec, say):
+    """The python of an environment where gloaddriver runs on ``spec``; built if need be."""
+    exe = find_interpreter(spec)
+    if exe is None:
+        raise CompatError('interpreter %r not found (looked on PATH and in pyenv); install it '
+                          'or pass a path to one' % spec)
+    if _ready(exe):
+        return exe
+    version = _version_of(exe)
+    venv = os.path.join(ROOT, '.venv', 'compat-%s' % version)
+    py = os.path.join(venv, 'bin', 'python')
+    if os.path.exists(py) and _ready(py):
+        return py
+    say('setting up %s for Python %s (first time only)' % (venv, version))
+    try:
+        if version.startswith('2.'):
+            if subprocess.call([exe, '-m', 'virtualenv', '--version'], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE) != 0:
+                _run([exe, '-m', 'pip', 'install', '-q', 'virtualenv<20.16'])
+            _run([exe, '-m', 'virtualenv', '-q', venv])
+        else:
+            _run([exe, '-m', 'venv', venv])
+            if version == '3.6':
+                _run([py, '-m', 'pip', 'install', '-q', 'pip<22'])
+        _run([py, '-m', 'pip', 'install', '-q', '--disable-pip-version-check', '-e', ROOT])
+    except CompatError as e:
+        raise CompatError('cannot set up Python %s (%s) for gloaddriver: %s' % (version, exe, e))
+    if not _ready(py):
+        raise CompatError('Python %s at %s still cannot import gloaddriver after setup' % (version, py))
+    return py
+
+
+def _run(cmd):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = p.communicate()[0].decode('utf-8', 'replace').strip().splitlines()
+    if p.returncode != 0:
+        raise CompatError('%s failed: %s' % (' '.join(cmd[:4]), out[-1] if out else p.returncode))
+
+
+# -- one side -------------------------------------------------------------------------
+
+class Side(object):
+    def __init__(self, label, exe):
+        self.label = label
+        self.exe = exe
+        self.space = 'compat_%s' % label.lower()
+        self.typed = 'compat_typed_%s' % label.lower()
+        self.probe = None
+        self.result = None
+        self.cross = None
+        self.stored = None
+
+
+def _env(server):
+    return dict(os.environ, PYTHONPATH=ROOT, GLOADDRIVER_PASSWORD=server.password)
+
+
+def _probe(side, server, args):
+    a = dict(args, host=server.host, port=server.port, user=server.user)
+    p = subprocess.Popen([side.exe, '-m', 'gloaddriver.compat_probe', json.dumps(a)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(server), cwd=ROOT)
+    out, err = p.communicate()
+    if p.returncode != 0:
+        raise CompatError('probe on %s failed: %s' % (side.exe, err.decode()[-400:]))
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+def _drive(side, server, opts):
+    fd, path = tempfile.mkstemp(suffix='.json')
+    os.close(fd)
+    argv = [side.exe, '-m', 'gloaddriver', '--uri', server.uri, '--user', server.user,
+            '--space', side.space, '--greenlets', str(opts.greenlets), '--ops', str(opts.ops),
+            '--seed', str(opts.seed), '--phases', 'insert,select,update', '--value-size',
+            str(opts.value_size), '--warmup', '0.3', '--checksum', '--by-name',
+            '--progress', '0', '--json', path]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=_env(server), cwd=ROOT)
+    out, err = p.communicate()
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except ValueError:
+        raise CompatError('the run on %s wrote no result (exit %d): %s'
+                          % (side.exe, p.returncode, err.decode()[-400:]))
+    finally:
+        os.unlink(path)
+
+
+def _stored_digest(conn, space):
+    return conn.eval(u"""local parts = {} for _, x in box.space[...]:pairs() do
+                         parts[#parts + 1] = require('msgpack').encode(x) end
+                         return #parts, require('digest').sha1_hex(table.concat(parts))""", space)
+
+
+# -- the checks ------------------------------------------------------------------------
+
+def _fp(side):
+    f = side.probe['fingerprint']
+    d = f['dependencies']
+    return '%s, gevent %s, greenlet %s, msgpack %s%s, tarantool %s, loop %s' % (
+        f['interpreter'], d.get('gevent'), d.get('greenlet'), d.get('msgpack'),
+        '' if f['msgpack_c_extension'] else ' (PURE PYTHON)', d.get('tarantool'),
+        f['gevent_loop'].rsplit('.', 2)[-2] if '.' in f['gevent_loop'] else f['gevent_loop'])
+
+
+def _sum(result, key):
+    return sum(p[key] for p in result['phases'])
+
+
+def _per_op_syscalls(result):
+    att = _sum(result, 'attempted')
+    counts = {}
+    for p in result['phases']:
+        for k, v in (p['syscalls'].get('counts') or {}).items():
+            counts[k] = counts.get(k, 0) + v
+    return dict((k, v / att) for k, v in counts.items()), result['phases'][0]['syscalls']['source']
+
+
+def checks(a, b, tolerance):
+    rows = []
+
+    def row(name, va, vb, verdict, why=''):
+        rows.append({'check': name, 'A': va, 'B': vb, 'verdict': verdict, 'why': why})
+
+    # 1. fingerprint
+    pure = [s.label for s in (a, b) if not s.probe['fingerprint']['msgpack_c_extension']]
+    row('1 fingerprint', _fp(a), _fp(b), 'FAIL' if pure else 'PASS',
+        'msgpack runs its pure-Python fallback on %s (~6x slower): install its C extension'
+        % ' and '.join(pure) if pure else '')
+    # 2. wire bytes
+    wa, wb = a.probe['wire'], b.probe['wire']
+    diff = [la for (la, ha), (lb, hb) in zip(wa, wb) if ha != hb]
+    digest = lambda w: hashlib.sha1(''.join(h for _l, h in w).encode()).hexdigest()[:12]
+    row('2 wire bytes', '%d values, sha1 %s' % (len(wa), digest(wa)),
+        '%d values, sha1 %s' % (len(wb), digest(wb)), 'FAIL' if diff or len(wa) != len(wb) else 'PASS',
+        'different request bytes for: %s' % ', '.join(diff) if diff else '')
+    # 3. stored bytes
+    row('3 stored bytes', '%d tuples, sha1 %s' % (a.stored[0], a.stored[1][:12]),
+        '%d tuples, sha1 %s' % (b.stored[0], b.stored[1][:12]),
+        'PASS' if a.stored == b.stored else 'FAIL',
+        '' if a.stored == b.stored else 'the two runs stored different tuples')
+    # 4. typed fields
+    ta = ', '.join('%s' % o for _l, o in a.probe['typed'])
+    tb = ', '.join('%s' % o for _l, o in b.probe['typed'])
+    tdiff = [l for (l, oa), (_l, ob) in zip(a.probe['typed'], b.probe['typed']) if oa != ob]
+    row('4 typed fields', ta, tb, 'FAIL' if tdiff else 'PASS',
+        'accepted on one side only: %s' % ', '.join(tdiff) if tdiff else '')
+    # 5. cross-read
+    def cross(s):
+        c = s.cross
+        return '%d rows, %d mismatches, text %s, binary %s, text key %s, native str key %s' % (
+            c['rows'], c['n_mismatches'], 'ok' if c['text_ok'] else 'NOT TEXT',
+            'ok' if c['binary_ok'] else 'NOT BYTES', c['text_key'], c['native_str_key'])
+    bad = [s.label for s in (a, b) if s.cross['n_mismatches'] or not s.cross['text_ok'] or
+           not s.cross['binary_ok'] or s.cross['text_key'] != 'hit' or
+           s.cross['rows'] != s.result['phases'][0]['attempted']]
+    native = [s for s in (a, b) if s.cross['native_str_key'] != 'hit']
+    if bad:
+        row('5 cross-read', cross(a), cross(b), 'FAIL', 'reading the other side\'s data failed '
+            'on %s' % ' and '.join(bad))
+    elif native:
+        row('5 cross-read', cross(a), cross(b), 'EXPLAINED',
+            'on %s the native str is binary (msgpack bin), and gloaddriver\'s model keeps it so: '
+            'text is unicode there. A key given as a native str misses a string index; give it '
+            'as unicode' % ' and '.join(s.probe['fingerprint']['interpreter'] for s in native))
+    else:
+        row('5 cross-read', cross(a), cross(b), 'PASS')
+    # 6. requests per op, schema fetches
+    def reqs(s):
+        att = _sum(s.result, 'attempted')
+        req = sum(p['connection']['requests'] for p in s.result['phases'])
+        fetch = sum(p['connection']['schema_fetches'] for p in s.result['phases'])
+        return req / att, fetch
+    (ra, fa), (rb, fb) = reqs(a), reqs(b)
+    why = []
+    for s, r, f in ((a, ra, fa), (b, rb, fb)):
+        if f:
+            why.append('%s re-fetched the schema %d times after warmup (%.2f requests per op): '
+                       'its schema cache misses on every op; is it keyed by bytes rather than '
+                       'decoded text?' % (s.label, f, r))
+    row('6 requests per op', '%.3f, %d schema fetches' % (ra, fa),
+        '%.3f, %d schema fetches' % (rb, fb),
+        'FAIL' if why or abs(ra - rb) > 0.005 else 'PASS', ' '.join(why))
+    # 7. syscalls per op
+    (sa, src_a), (sb, src_b) = _per_op_syscalls(a.result), _per_op_syscalls(b.result)
+    if src_a != 'perf_event' or src_b != 'perf_event':
+        row('7 syscalls per op', src_a, src_b, 'FAIL', 'no perf_event counters: cannot compare')
+    else:
+        verdict, notes, worst = 'PASS', [], []
+        known_a = sum(v for k, v in sa.items() if k in KNOWN_SYSCALL_CAUSES)
+        known_b = sum(v for k, v in sb.items() if k in KNOWN_SYSCALL_CAUSES)
+        for name in sorted(set(sa) | set(sb)):
+            x, y = sa.get(name, 0.0), sb.get(name, 0.0)
+            if name == 'total':
+                # What the known causes do not explain must agree.
+                x, y = x - known_a, y - known_b
+                label = 'total less known causes'
+            else:
+                label = name
+            if max(x, y) < NOISE_PER_OP:
+                if name in KNOWN_SYSCALL_CAUSES and x != y:
+                    notes.append('%s %.4f vs %.4f (%s)' % (name, sa.get(name, 0.0),
+                                                          sb.get(name, 0.0),
+                                                          KNOWN_SYSCALL_CAUSES[name]))
+                    verdict = 'EXPLAINED' if verdict == 'PASS' else verdict
+                continue
+            ratio = max(x, y) / max(min(x, y), 1e-9)
+            if ratio - 1 <= tolerance / 100.0:
+                continue
+            if ratio < 1.5 and name in KNOWN_SYSCALL_CAUSES:
+                notes.append('%s %.3f vs %.3f (%s)' % (name, x, y, KNOWN_SYSCALL_CAUSES[name]))
+                verdict = 'EXPLAINED' if verdict == 'PASS' else verdict
+            else:
+                worst.append('%s %.3f vs %.3f per op (%.2fx)' % (label, x, y, ratio))
+                verdict = 'FAIL'
+        fmt = lambda s: 'total %.3f, net %.3f' % (s.get('total', 0), sum(
+            s.get(k, 0) for k in ('sendto', 'recvfrom', 'sendmsg', 'recvmsg')))
+        row('7 syscalls per op', fmt(sa), fmt(sb), verdict,
+            '; '.join(worst + notes) if (worst or notes) else '')
+    # 8. batching
+    def batch(s):
+        out = []
+        for p in s.result['phases']:
+            bt = p['batching']
+            out.append((p['name'], bt.get('requests_per_send') or 0, bt.get('responses_per_recv') or 0))
+        return out
+    ba, bb = batch(a), batch(b)
+    off = ['%s %s %.1f vs %.1f' % (n, what, x, y)
+           for (n, r1, s1), (_n, r2, s2) in zip(ba, bb)
+           for what, x, y in (('req/send', r1, r2), ('resp/recv', s1, s2))
+           if max(x, y) and max(x, y) / max(min(x, y), 1e-9) - 1 > tolerance / 100.0]
+    fmt_b = lambda bs: ', '.join('%s %.1f/%.1f' % x for x in bs)
+    row('8 batching (req/send, resp/recv)', fmt_b(ba), fmt_b(bb), 'FAIL' if off else 'PASS',
+        '; '.join(off))
+    # 9. result checksums and row counts
+    def sums(s):
+        return [(p['name'], p['checksum'], p['ok'], p['misses']) for p in s.result['phases']]
+    ca, cb = sums(a), sums(b)
+    cdiff = [x[0] for x, y in zip(ca, cb) if x != y]
+    fmt_c = lambda cs: ', '.join('%s %s ok %d miss %d' % (n, c[-8:], o, m) for n, c, o, m in cs)
+    row('9 result checksums, row counts', fmt_c(ca), fmt_c(cb), 'FAIL' if cdiff else 'PASS',
+        'results differ in: %s' % ', '.join(cdiff) if cdiff else '')
+    # 10. deliberate errors
+    ea, eb = a.probe['errors'], b.probe['errors']
+    fmt_e = lambda e: ', '.join('%s x%d' % kv for kv in sorted(e.items()))
+    row('10 errors by kind', fmt_e(ea), fmt_e(eb), 'PASS' if ea == eb else 'FAIL',
+        '' if ea == eb else 'the same failing ops failed differently')
+    # 11. throughput
+    ta_ = [p['ops_per_sec'] for p in a.result['phases']]
+    tb_ = [p['ops_per_sec'] for p in b.result['phases']]
+    ratios = [max(x, y) / max(min(x, y), 1e-9) for x, y in zip(ta_, tb_)]
+    fmt_t = lambda ts: ', '.join('{:,}'.format(int(t)) for t in ts)
+    worst = max(ratios) if ratios else 1
+    row('11 throughput ops/s (B/A)', fmt_t(ta_), fmt_t(tb_) + ' (%s)' % ', '.join(
+        '%.2fx' % (y / x) for x, y in zip(ta_, tb_)),
+        'FAIL' if worst >= 3 else 'PASS',
+        'a %.1fx gap: likely a missing C extension or a profiler left on' % worst
+        if worst >= 3 else '')
+    return rows
+
+
+# -- main -------------------------------------------------------------------------------
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog='gloaddriver compat', description=__doc__.split('\n')[0])
+    ap.add_argument('--python', action='append', required=True,
+                    help='an interpreter (python2.7, 3.13, or a path); give two')
+    ap.add_argument('--backend', choices=['tarantool', 'postgres'], default='tarantool')
+    ap.add_argument('--greenlets', type=int, default=100)
+    ap.add_argument('--ops', type=int, default=50000, help='ops per phase')
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--value-size', type=int, default=1536)
+    ap.add_argument('--tolerance', type=float, default=15.0, help='percent, for rates')
+    ap.add_argument('--json', default=None)
+    args = ap.parse_args(argv)
+    if len(args.python) != 2:
+        ap.error('give exactly two --python interpreters')
+    return args
+
+
+def main(argv):
+    from gloaddriver.servers import TarantoolServer
+    from gloaddriver.backends.tarantool.connection import Connection
+    opts = parse(argv)
+
+    def say(text):
+        sys.stderr.write('compat: %s\n' % text)
+        sys.stderr.flush()
+    if opts.backend == 'postgres':
+        say('--backend postgres is not implemented yet; only tarantool is compared')
+        return 2
+    try:
+        sides = [Side(label, ensure_env(spec, say)) for label, spec in zip('AB', opts.python)]
+        with TarantoolServer() as server:
+            conn = Connection(server.host, server.port, server.user, server.password).connect()
+            try:
+                for s in sides:
+                    conn.eval(u"""local s = box.schema.space.create(..., {format = {
+                                     {'id', 'unsigned'}, {'value', 'string'}}})
+                                 s:create_index('primary')""", s.space)
+                for s in sides:
+                    say('%s: %s' % (s.label, s.exe))
+                    s.probe = _probe(s, server, {'mode': 'self', 'space': s.space,
+                                                 'typed': s.typed})
+                    s.result = _drive(s, server, opts)
+                    s.stored = tuple(_stored_digest(conn, s.space))
+                for s, other in ((sides[0], sides[1]), (sides[1], sides[0])):
+                    s.cross = _probe(s, server, {'mode': 'crossread', 'space': other.space,
+                                                 'typed': other.typed,
+                                                 'value_size': opts.value_size})['crossread']
+            finally:
+                conn.close()
+    except (CompatError, errors.SetupError) as e:
+        say(str(e))
+        return 3
+    rows = checks(sides[0], sides[1], opts.tolerance)
+    print('gloaddriver compat: %s greenlets, %s ops per phase (insert, select, update), seed %d, '
+          'tolerance %.0f%%' % (opts.greenlets, '{:,}'.format(opts.ops), opts.seed, opts.tolerance))
+    print('A: %s\nB: %s' % (sides[0].exe, sides[1].exe))
+    for r in rows:
+        print('\n%-34s %s' % (r['check'], r['verdict']))
+        print('  A: %s' % r['A'])
+        print('  B: %s' % r['B'])
+        if r['why']:
+            print('  why: %s' % r['why'])
+    failed = [r['check'] for r in rows if r['verdict'] == 'FAIL']
+    print('\nverdict: %s' % ('FAIL (%s)' % ', '.join(failed) if failed else
+                            'PASS (%d checks, %d explained differences)'
+                            % (len(rows), sum(r['verdict'] == 'EXPLAINED' for r in rows))))
+    if opts.json:
+        with open(opts.json, 'w') as f:
+            json.dump({'rows': rows, 'A': sides[0].result, 'B': sides[1].result,
+                       'probes': [sides[0].probe, sides[1].probe]}, f, indent=1, sort_keys=True)
+    return 1 if failed else 0
