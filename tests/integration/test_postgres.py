@@ -41,6 +41,8 @@ def run_pg(server, args, **kw):
 
 
 def query(server, sql, params=None):
+    from gloaddriver.backends.postgres import pool
+    pool.install('cached')   # the driver's own setup: text comes back as unicode on 2.7 too
     conn = psycopg2.connect(server.dsn)
     try:
         conn.autocommit = True
@@ -73,6 +75,7 @@ def test_kv_phases_and_the_data_read_back(pg, prepared):
     values = workload.values(200)
     rows = query(pg, 'SELECT id, value FROM %s ORDER BY id' % t)
     assert rows == [(k, values[(k + 1) % 100]) for k in range(1500)]
+    assert all(type(r[1]) is type(values[0]) for r in rows)   # text, on 2.7 too
     assert res['manifest']['backend'] == 'postgres' and res['manifest']['prepared'] is prepared
     assert pg.password not in out + err
 

@@ -23,7 +23,7 @@ from gevent.hub import get_hub
 from gevent.queue import Empty, LifoQueue   # names stable across gevent 22.10 .. 26
 
 from gloaddriver import errors
-from gloaddriver.compat import clock
+from gloaddriver.compat import PY2, clock
 
 WAIT_CALLBACKS = ('cached', 'psycogreen')
 
@@ -55,7 +55,15 @@ def _cached_wait(conn, timeout=None):
 
 
 def install(kind):
-    """Make psycopg2 cooperative; must run before any connection is made."""
+    """Make psycopg2 cooperative; must run before any connection is made.
+
+    Also: on Python 2 psycopg2 returns text columns as byte strings unless
+    its UNICODE typecasters are registered; gloaddriver's model is text =
+    unicode on both interpreters, so they are.
+    """
+    if PY2:
+        psycopg2.extensions.register_type(psycopg2.extensions.UNICODE)
+        psycopg2.extensions.register_type(psycopg2.extensions.UNICODEARRAY)
     if kind == 'psycogreen':
         from psycogreen.gevent import patch_psycopg
         patch_psycopg()
