@@ -111,9 +111,116 @@ def _lookup(conn, space, key):
         return e.kind
 
 
+# -- PostgreSQL ---------------------------------------------------------------------
+
+def _pg(a):
+    import psycopg2
+    from gloaddriver.backends.postgres import pool
+    pool.install('cached')       # the driver's own setup (text as unicode on 2.7)
+    psycopg2.extensions.set_wait_callback(None)   # the probe itself needs no greenlets
+    conn = psycopg2.connect(a['dsn'], password=os.environ.get('GLOADDRIVER_PASSWORD'))
+    conn.autocommit = True
+    return conn
+
+
+def _pg_canonical():
+    from psycopg2 import Binary
+    skip = ('map', 'nested list')   # no plain SQL literal for these
+    out = []
+    for label, value in CANONICAL:
+        if label in skip:
+            continue
+        if isinstance(value, binary_type):
+            value = Binary(value)   # the model: binary goes as bytea, explicitly
+        out.append((label, value))
+    out.append(('int array', [1, 2, 3]))
+    out.append(('text array', [u'a', u'caf\xe9']))
+    return out
+
+
+def pg_wire(conn):
+    cur = conn.cursor()
+    return [[label, binascii.hexlify(cur.mogrify('SELECT %s', (value,))).decode('ascii')]
+            for label, value in _pg_canonical()]
+
+
+def _pg_outcome(cur, sql, params):
+    import psycopg2
+    try:
+        cur.execute(sql, params)
+        return 'ok'
+    except psycopg2.Error as e:
+        return 'server:%s' % e.pgcode
+
+
+def pg_typed(conn, table):
+    from psycopg2 import Binary
+    cur = conn.cursor()
+    cur.execute('CREATE TABLE IF NOT EXISTS %s (id int PRIMARY KEY, t text, b bytea, n integer)'
+                % table)
+    sql = 'INSERT INTO %s (id, t, b, n) VALUES (%%s, %%s, %%s, %%s)' % table
+    rows = [('text, binary, int', (1, u'text', Binary(b'bin'), 1)),
+            ('binary into text', (2, Binary(b'bin'), Binary(b'bin'), 1)),
+            ('integer out of range', (3, u't', Binary(b'b'), 2 ** 40)),
+            ('text into integer', (4, u't', Binary(b'b'), u'x')),
+            ('non-ascii text, 00 ff binary', (5, u'caf\xe9', Binary(b'\x00\xff'), 5))]
+    return [[label, _pg_outcome(cur, sql, params)] for label, params in rows]
+
+
+def pg_errors(conn, table):
+    cur = conn.cursor()
+    key = 10 ** 12
+    cur.execute('INSERT INTO %s (id, value) VALUES (%%s, %%s)' % table, (key, u'x'))
+    attempts = ([('INSERT INTO %s (id, value) VALUES (%%s, %%s)' % table, (key, u'dup'))] * 10 +
+                [('INSERT INTO %s (id, value) VALUES (%%s, %%s)' % table, (u'not a number', u'x'))]
+                * 10 +
+                [('SELECT value FROM %s WHERE id = %%s' % table, (u'x',))] * 5)
+    counts = {}
+    for sql, params in attempts:
+        kind = _pg_outcome(cur, sql, params)
+        counts[kind] = counts.get(kind, 0) + 1
+    cur.execute('DELETE FROM %s WHERE id = %%s' % table, (key,))
+    return counts
+
+
+def pg_crossread(conn, a):
+    values = workload.values(a['value_size'])
+    cur = conn.cursor()
+    cur.execute('SELECT id, value FROM %s ORDER BY id' % a['space'])
+    rows = cur.fetchall()
+    mismatches = [r[0] for r in rows if r[1] != values[(r[0] + 1) % 100]]
+    cur.execute('SELECT t, b FROM %s WHERE id = 1' % a['typed'])
+    first = cur.fetchone()
+    binary_ok = first is not None and isinstance(first[0], text_type) and \
+        bytes(first[1]) == b'bin'
+
+    def lookup(key):
+        cur.execute('SELECT 1 FROM %s WHERE t = %%s' % a['typed'], (key,))
+        return 'hit' if cur.fetchone() else 'miss'
+    return {'rows': len(rows), 'mismatches': mismatches[:5], 'n_mismatches': len(mismatches),
+            'text_ok': all(isinstance(r[1], text_type) for r in rows), 'binary_ok': binary_ok,
+            'binary_type': type(first[1]).__name__ if first else None,
+            'text_key': lookup(u'text'), 'native_str_key': lookup(str('text')),
+            'native_str_is': 'text' if isinstance(str('x'), text_type) else 'binary'}
+
+
 def main(argv):
     a = json.loads(argv[0])
     out = {}
+    if a.get('backend') == 'postgres':
+        conn = _pg(a)
+        try:
+            if a['mode'] == 'self':
+                out['fingerprint'] = manifest.fingerprint()
+                out['wire'] = pg_wire(conn)
+                out['typed'] = pg_typed(conn, a['typed'])
+                out['errors'] = pg_errors(conn, a['space'])
+            else:
+                out['crossread'] = pg_crossread(conn, a)
+        finally:
+            conn.close()
+        print(json.dumps(out, sort_keys=True))
+        return 0
     if a['mode'] == 'self':
         out['fingerprint'] = manifest.fingerprint()
         out['wire'] = wire_bytes()

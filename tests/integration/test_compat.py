@@ -95,6 +95,15 @@ def test_schema_cache_keyed_by_bytes_fails_rows_6_and_7(workdir):
         assert rows[n]['verdict'] == 'PASS', rows[n]
 
 
+def test_postgres_pair_passes(workdir):
+    rc, out, err, rows = compat(['--python', PY27, '--python', PY311, '--backend', 'postgres'],
+                                workdir)
+    assert rc == 0, out + err
+    for n in ('2', '3', '4', '5', '9', '10'):
+        assert rows[n]['verdict'] == 'PASS', rows[n]
+    assert rows['6']['verdict'] == 'N/A' and rows['8']['verdict'] == 'N/A'
+
+
 def test_an_interpreter_that_is_not_there_is_one_clear_line(workdir):
     rc, out, err, rows = compat(['--python', PY311, '--python', 'python3.99'], workdir)
     assert rc == 3 and 'python3.99' in err and 'not found' in err and 'Traceback' not in err
