@@ -23,7 +23,7 @@ Config = namedtuple('Config', [
     'distribution', 'value_size', 'seed', 'json', 'progress', 'timeout', 'connect_timeout',
     'outage_limit', 'max_pending', 'overlap', 'syscalls', 'callgrind', 'pstats',
     'profile_clock', 'profiler', 'dsn', 'table', 'workload', 'prepared', 'pool_size',
-    'bulk_methods', 'rows', 'wait_callback', 'init', 'checksum', 'by_name', 'argv'])
+    'bulk_methods', 'rows', 'wait_callback', 'init', 'checksum', 'by_name', 'profile', 'argv'])
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -41,6 +41,13 @@ class _Parser(argparse.ArgumentParser):
         # One line, no usage dump: what is wrong and where to look.
         sys.stderr.write('gloaddriver: error: %s (see --help)\n' % message)
         sys.exit(EXIT_USAGE)
+
+
+class _CheckingParser(_Parser):
+    """Raises instead of exiting: used to judge one profile value at a time."""
+
+    def error(self, message):
+        raise ValueError(message)
 
 
 def _positive_int(text):
@@ -73,13 +80,15 @@ def _seconds(text):
     return value
 
 
-def build_parser():
-    p = _Parser(prog='gloaddriver',
+def build_parser(cls=None):
+    p = (cls or _Parser)(prog='gloaddriver',
                 description='Push a workload into Tarantool or PostgreSQL from many gevent '
                             'greenlets and report ops/s, latency percentiles, errors and '
                             'syscalls per op.',
                 formatter_class=_Formatter)
     p.add_argument('--version', action='version', version='gloaddriver ' + __version__)
+    p.add_argument('--profile', default=None, metavar='NAME|PATH',
+                   help='a workload file (profiles/NAME.ini or a path); flags given here win')
     g = p.add_argument_group('target')
     g.add_argument('--backend', choices=['tarantool', 'postgres'], default='tarantool',
                    help='server kind')
@@ -112,6 +121,8 @@ def build_parser():
     g.add_argument('--mix', default=None, metavar='OP=W,...',
                    help='one phase of weighted random ops, e.g. select=50,insert=50 '
                         '(inserts use new keys above --keys)')
+    g.add_argument('--load', action='store_true',
+                   help='before a --mix, insert keys [0, --keys) in a phase named load')
     g.add_argument('--ops', type=_count, default=100000, metavar='N',
                    help='ops per phase (0 = no limit; then --duration ends a phase)')
     g.add_argument('--duration', type=_seconds, default=0, metavar='SECONDS',
@@ -190,7 +201,11 @@ def parse(argv=None, environ=None):
     """argv -> Config; raises ConfigError for values argparse cannot judge alone."""
     environ = os.environ if environ is None else environ
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    profile_name = _profile_name(argv)
+    if profile_name:
+        argv = _profile_argv(parser, profile_name) + argv
+    args = parser.parse_args(argv)
 
     if args.backend == 'postgres':
         for flag in ('--connector', '--connections', '--uri', '--space', '--max-pending',
@@ -229,6 +244,10 @@ def parse(argv=None, environ=None):
         else:
             phases = (workload.parse_mix(args.mix) if args.mix else
                       workload.parse_phases(args.phases or ','.join(workload.DEFAULT_PHASES)))
+            if args.load:
+                if not args.mix:
+                    raise ValueError('--load goes with --mix (with --phases, start with insert)')
+                phases = (workload.Phase('load', (('insert', 1),)),) + phases
     except ValueError as e:
         raise errors.ConfigError(str(e))
     if args.connections is not None and args.connector == 'sync':
@@ -261,7 +280,31 @@ def parse(argv=None, environ=None):
         table=args.table, workload=args.workload if args.backend == 'postgres' else None,
         prepared=args.prepared, pool_size=args.pool_size or args.greenlets,
         bulk_methods=methods, rows=args.rows, wait_callback=args.wait_callback,
-        init=args.init, checksum=args.checksum, by_name=args.by_name, argv=tuple(mask_argv(argv)))
+        init=args.init, checksum=args.checksum, by_name=args.by_name, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+def _profile_name(argv):
+    for i, a in enumerate(argv):
+        if a == '--profile' and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith('--profile='):
+            return a.split('=', 1)[1]
+    return None
+
+
+def _profile_argv(parser, name):
+    from gloaddriver import profile
+    flags = {}
+    for action in parser._actions:
+        for opt in action.option_strings:
+            if opt.startswith('--') and opt not in ('--help', '--version', '--profile'):
+                flags[opt] = action.nargs != 0
+    checker = build_parser(_CheckingParser)
+
+    def check(part):
+        if part:
+            checker.parse_args(part)
+    return profile.to_argv(name, flags, check)
 
 
 _DSN_SECRETS = (re.compile(r'(password\s*=\s*)(\'(?:[^\'\\\\]|\\\\.)*\'|\S+)'),

@@ -151,7 +151,8 @@ class Run(object):
     def _run_phase(self, index, spec):
         cfg = self.config
         ops = [stats.OpStats(name) for name, _w in spec.weights]
-        budget = Budget(cfg.ops or UNLIMITED)
+        # A load phase inserts the whole key space once; others run --ops.
+        budget = Budget(cfg.keys if spec.name == 'load' else (cfg.ops or UNLIMITED))
         shared = {}
         workers = []
         started = getattr(self.backend, 'phase_started', None)

@@ -247,3 +247,16 @@ def test_console_script_and_version():
         pytest.skip('not installed as a package here (%s missing)' % exe)
     out = subprocess.check_output([exe, '--version'], stderr=subprocess.STDOUT)
     assert out.decode().startswith('gloaddriver ')
+
+
+@pytest.mark.parametrize('name', sorted(__import__('gloaddriver.profile', fromlist=['x'])
+                                        .available()))
+def test_every_profile_runs_at_a_small_size(name):
+    small = ['--ops', '400', '--keys', '400', '--greenlets', '10']
+    if 'bulk' in name:
+        small += ['--rows', '200']
+    rc, out, err, res = run_cli(['--profile', name] + small)
+    assert rc == 0, err
+    assert_accounted(res)
+    assert res['phases'] and all(p['ok'] == p['attempted'] for p in res['phases'])
+    assert res['manifest']['server']['spawned'] is True
