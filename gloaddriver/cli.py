@@ -23,7 +23,8 @@ Config = namedtuple('Config', [
     'distribution', 'value_size', 'seed', 'json', 'progress', 'timeout', 'connect_timeout',
     'outage_limit', 'max_pending', 'overlap', 'syscalls', 'callgrind', 'pstats',
     'profile_clock', 'profiler', 'dsn', 'table', 'workload', 'prepared', 'pool_size',
-    'bulk_methods', 'rows', 'wait_callback', 'init', 'checksum', 'by_name', 'profile', 'argv'])
+    'bulk_methods', 'rows', 'wait_callback', 'init', 'checksum', 'by_name', 'profile', 'shard',
+    'argv'])
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -121,6 +122,9 @@ def build_parser(cls=None):
     g.add_argument('--mix', default=None, metavar='OP=W,...',
                    help='one phase of weighted random ops, e.g. select=50,insert=50 '
                         '(inserts use new keys above --keys)')
+    g.add_argument('--shard', default=None, metavar='I/N',
+                   help='run shard I of N (0-based): keys [I*K/N, (I+1)*K/N) of --keys K, so '
+                        'hosts can share one key space; join the results with "gloaddriver merge"')
     g.add_argument('--load', action='store_true',
                    help='before a --mix, insert keys [0, --keys) in a phase named load')
     g.add_argument('--ops', type=_count, default=100000, metavar='N',
@@ -265,6 +269,13 @@ def parse(argv=None, environ=None):
     if not profiling and ('--profile-clock' in argv or '--profiler' in argv):
         raise errors.ConfigError('--profile-clock and --profiler need --callgrind DIR or '
                                  '--pstats DIR')
+    shard = None
+    if args.shard:
+        m = re.match(r'^(\d+)/(\d+)$', args.shard)
+        if not m or not int(m.group(1)) < int(m.group(2)):
+            raise errors.ConfigError('--shard takes I/N with 0 <= I < N, e.g. 0/4; got %r'
+                                     % args.shard)
+        shard = (int(m.group(1)), int(m.group(2)))
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
         backend=args.backend, connector=args.connector, greenlets=args.greenlets,
@@ -280,7 +291,8 @@ def parse(argv=None, environ=None):
         table=args.table, workload=args.workload if args.backend == 'postgres' else None,
         prepared=args.prepared, pool_size=args.pool_size or args.greenlets,
         bulk_methods=methods, rows=args.rows, wait_callback=args.wait_callback,
-        init=args.init, checksum=args.checksum, by_name=args.by_name, profile=args.profile, argv=tuple(mask_argv(argv)))
+        init=args.init, checksum=args.checksum, by_name=args.by_name, profile=args.profile,
+        shard=shard, argv=tuple(mask_argv(argv)))
 
 
 def _profile_name(argv):
@@ -341,6 +353,9 @@ def main(argv=None):
     if argv[:1] == ['compat']:
         from gloaddriver import compat_check
         return compat_check.main(argv[1:])
+    if argv[:1] in (['compare'], ['merge']):
+        from gloaddriver import results
+        return results.main(argv[0], argv[1:])
     from gloaddriver import app   # after monkey-patching (see __main__)
     try:
         config = parse(argv)

@@ -100,6 +100,7 @@ def build(config, backend, server_settings, syscall_source, syscall_reason, prof
         'timeout': config.timeout,
         'overlap': config.overlap if config.connector == 'buffered' else None,
         'workload': config.workload,
+        'shard': '%d/%d' % config.shard if config.shard else None,
         'pool_size': config.pool_size if config.backend == 'postgres' else None,
         'prepared': config.prepared if config.backend == 'postgres' else None,
         'wait_callback': config.wait_callback if config.backend == 'postgres' else None,

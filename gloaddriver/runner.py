@@ -134,25 +134,39 @@ class Run(object):
         budget.stop('warmup over')
         gevent.joinall(workers)
 
+    def _shard_range(self):
+        """(first key, number of keys) of this shard's part of [0, --keys)."""
+        cfg = self.config
+        if not cfg.shard:
+            return 0, cfg.keys
+        i, n = cfg.shard
+        lo, hi = i * cfg.keys // n, (i + 1) * cfg.keys // n
+        return lo, max(hi - lo, 1)
+
     def _key_source(self, spec, op, worker, shared):
         cfg = self.config
+        lo, size = self._shard_range()
         if op == 'insert':
             # Inserts always take fresh sequential keys: in a phase of their
-            # own from 0 (the load), in a mix above the key space.
-            start = cfg.keys if len(spec.weights) > 1 else 0
+            # own, this shard's keys from its first (the load); in a mix,
+            # keys above the key space, a separate range per shard.
             if 'insert' not in shared:
-                shared['insert'] = keygen.sequential(UNLIMITED if start else cfg.keys, start)
+                if len(spec.weights) > 1:
+                    start = cfg.keys + (cfg.shard[0] << 40 if cfg.shard else 0)
+                    shared['insert'] = keygen.sequential(UNLIMITED, start)
+                else:
+                    shared['insert'] = keygen.sequential(size, lo)
             return shared['insert']
         if cfg.distribution == 'sequential' and 'seq' not in shared:
-            shared['seq'] = keygen.sequential(cfg.keys)
-        return keygen.generator(cfg.distribution, cfg.keys, cfg.seed, spec.name, worker,
+            shared['seq'] = keygen.sequential(size, lo)
+        return keygen.generator(cfg.distribution, size, cfg.seed, spec.name, worker, start=lo,
                                 shared=shared.get('seq'))
 
     def _run_phase(self, index, spec):
         cfg = self.config
         ops = [stats.OpStats(name) for name, _w in spec.weights]
         # A load phase inserts the whole key space once; others run --ops.
-        budget = Budget(cfg.keys if spec.name == 'load' else (cfg.ops or UNLIMITED))
+        budget = Budget(self._shard_range()[1] if spec.name == 'load' else (cfg.ops or UNLIMITED))
         shared = {}
         workers = []
         started = getattr(self.backend, 'phase_started', None)

@@ -1,0 +1,167 @@
+"""Working with JSON results: ``gloaddriver compare`` and ``gloaddriver merge``.
+
+compare: one table of ops/s, p50/p99/p99.9, syscalls/op and requests per send
+for each phase across result files, with ratios to the first file, and the
+manifest fields that differ between them.
+
+merge: results of shards that ran at the same time (``--shard I/N`` on each
+host) into one. Counts add up; latency histograms are decoded and added
+(HdrHistogram), so merged percentiles are exact, never averages of
+percentiles; syscall counts add up and are divided again.
+"""
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import io
+import json
+import sys
+
+from gloaddriver import stats, syscalls
+
+SKIP_MANIFEST = ('started', 'argv', 'executable', 'hostname')
+
+
+def load(path):
+    try:
+        with io.open(path, encoding='utf-8') as f:
+            data = json.load(f)
+    except (IOError, OSError, ValueError) as e:
+        raise SystemExit('gloaddriver: cannot read result %s: %s' % (path, e))
+    if 'phases' not in data or 'manifest' not in data:
+        raise SystemExit('gloaddriver: %s is not a gloaddriver result (no phases/manifest)' % path)
+    return data
+
+
+def _flat(d, prefix=''):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, prefix + k + '.'))
+        elif k not in SKIP_MANIFEST:
+            out[prefix + k] = v
+    return out
+
+
+def manifest_differences(results):
+    flats = [_flat(r['manifest']) for r in results]
+    keys = sorted(set().union(*flats))
+    return [(k, [f.get(k) for f in flats]) for k in keys
+            if len(set(json.dumps(f.get(k), sort_keys=True) for f in flats)) > 1]
+
+
+def compare(paths, out=None):
+    out = out or sys.stdout
+    results = [load(p) for p in paths]
+    names = [p['name'] for p in results[0]['phases']]
+    fmt = '%-8s %-3s %12s %8s %8s %9s %8s %8s %9s'
+    out.write(fmt % ('phase', '', 'ops/s', 'p50 us', 'p99 us', 'p99.9 us', 'sys/op', 'req/send',
+                     'vs first') + '\n')
+    for name in names:
+        base = None
+        for i, r in enumerate(results):
+            p = [x for x in r['phases'] if x['name'] == name]
+            if not p:
+                out.write(fmt % (name, chr(65 + i), '-', '-', '-', '-', '-', '-', 'missing') + '\n')
+                continue
+            p = p[0]
+            rate = p.get('ops_per_sec') or 0
+            base = rate if base is None else base
+            lat = p['latency_us']
+            out.write(fmt % (name, chr(65 + i), '{:,}'.format(int(rate)), _n(lat.get('p50')),
+                             _n(lat.get('p99')), _n(lat.get('p999')),
+                             _f(p['syscalls'].get('per_op')),
+                             _f(p['batching'].get('requests_per_send'), 1),
+                             '%.2fx' % (rate / base) if base else '-') + '\n')
+    for i, path in enumerate(paths):
+        out.write('%s: %s\n' % (chr(65 + i), path))
+    diffs = manifest_differences(results)
+    if diffs:
+        out.write('manifest differences:\n')
+        for k, vals in diffs:
+            out.write('  %-34s %s\n' % (k, ' | '.join('%s: %s' % (chr(65 + i), v)
+                                                      for i, v in enumerate(vals))))
+    return 0
+
+
+def merge(results):
+    """One result from shards that ran together."""
+    by_name = {}
+    order = []
+    for r in results:
+        for p in r['phases']:
+            if p['name'] not in by_name:
+                by_name[p['name']] = []
+                order.append(p['name'])
+            by_name[p['name']].append(p)
+    phases = [_merge_phase(name, by_name[name]) for name in order]
+    return {'manifest': dict(results[0]['manifest'], merged_from=len(results),
+                             shards=[r['manifest'].get('shard') for r in results]),
+            'phases': phases, 'aborted': [r.get('aborted') for r in results if r.get('aborted')]
+            or None, 'parts': [r['manifest'] for r in results]}
+
+
+def _merge_phase(name, parts):
+    hist = stats.new_histogram()
+    for p in parts:
+        hist.add(stats.decode_histogram(p['histogram']))
+    total = {}
+    for k in ('attempted', 'ok', 'failed', 'timed_out', 'misses'):
+        total[k] = sum(p[k] for p in parts)
+    errors = stats.merge_counts(p['errors'] for p in parts)
+    sum_us = sum((p['latency_us'].get('mean') or 0) * p['ok'] for p in parts)
+    counts = stats.merge_counts((p['syscalls'].get('counts') or {}) for p in parts)
+    seconds = max(p['seconds'] for p in parts)
+    block = syscalls.per_op(counts, total['attempted']) if counts else None
+    res = dict(total, name=name, errors=errors, seconds=seconds,
+               # shards run side by side: their rates add up
+               ops_per_sec=round(sum(p['ops_per_sec'] or 0 for p in parts), 1),
+               ok_per_sec=round(sum(p.get('ok_per_sec') or 0 for p in parts), 1),
+               latency_us=stats.latency_summary(hist, sum_us),
+               histogram=_text(hist.encode()),
+               error_samples=dict((k, v) for p in parts for k, v in p['error_samples'].items()),
+               syscalls=dict(block or {}, source=parts[0]['syscalls'].get('source'),
+                             counts=counts) if block else parts[0]['syscalls'],
+               batching=_weighted_batching(parts))
+    return res
+
+
+def _weighted_batching(parts):
+    att = sum(p['attempted'] for p in parts) or 1
+    out = {'source': parts[0]['batching'].get('source')}
+    for k in ('requests_per_send', 'responses_per_recv'):
+        vals = [(p['batching'].get(k), p['attempted']) for p in parts]
+        out[k] = round(sum(v * a for v, a in vals if v) / att, 2) if all(v for v, _a in vals) else None
+    return out
+
+
+def _n(v):
+    return '-' if v is None else '{:,}'.format(int(v))
+
+
+def _f(v, digits=3):
+    return '-' if v is None else '%.*f' % (digits, v)
+
+
+def _text(value):
+    return value.decode('ascii') if isinstance(value, bytes) else value
+
+
+def main(command, argv):
+    if command == 'compare':
+        ap = argparse.ArgumentParser(prog='gloaddriver compare',
+                                     description='compare result files side by side')
+        ap.add_argument('files', nargs='+')
+        args = ap.parse_args(argv)
+        return compare(args.files)
+    ap = argparse.ArgumentParser(prog='gloaddriver merge',
+                                 description='merge the results of shards that ran together')
+    ap.add_argument('files', nargs='+')
+    ap.add_argument('--json', default=None, help='write the merged result here')
+    args = ap.parse_args(argv)
+    merged = merge([load(p) for p in args.files])
+    from gloaddriver import report
+    for line in report.table(merged):
+        print(line)
+    if args.json:
+        report.write_json(merged, args.json)
+    return 0

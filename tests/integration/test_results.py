@@ -1,0 +1,75 @@
+"""Shards, merge and compare on real runs."""
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from gloaddriver import results, stats
+from tests.integration.conftest import ROOT, assert_accounted, connect, run_cli
+
+
+def test_two_shards_share_a_key_space_and_merge_exactly(tarantool, space):
+    parts = []
+    for i in range(2):
+        rc, out, err, res = run_cli(['--space', space, '--shard', '%d/2' % i, '--keys', '2000',
+                                     '--ops', '1000', '--phases', 'insert,select',
+                                     '--greenlets', '10'], tarantool)
+        assert rc == 0, err      # disjoint keys: no duplicate inserts
+        assert res['manifest']['shard'] == '%d/2' % i
+        parts.append(res)
+    conn = connect(tarantool)
+    try:
+        assert conn.eval(u'return box.space[...]:len()', space) == [2000]
+    finally:
+        conn.close()
+    merged = results.merge(parts)
+    assert_accounted(merged)
+    for name in ('insert', 'select'):
+        m = [p for p in merged['phases'] if p['name'] == name][0]
+        ps = [[p for p in r['phases'] if p['name'] == name][0] for r in parts]
+        assert m['attempted'] == m['ok'] == 2000 and m['misses'] == 0
+        h = stats.decode_histogram(m['histogram'])
+        assert h.get_total_count() == 2000
+        # exact: the merged histogram is the sum of the parts, bucket for bucket
+        expect = stats.new_histogram()
+        for p in ps:
+            expect.add(stats.decode_histogram(p['histogram']))
+        for pct in (50, 90, 99, 99.9, 100):
+            assert h.get_value_at_percentile(pct) == expect.get_value_at_percentile(pct)
+        assert m['latency_us']['max'] == max(p['latency_us']['max'] for p in ps)
+        assert m['ops_per_sec'] == round(sum(p['ops_per_sec'] for p in ps), 1)
+
+
+def test_merge_and_compare_commands(tarantool, space):
+    tmp = tempfile.mkdtemp(prefix='gloaddriver-results-')
+    files = []
+    for i in range(2):
+        path = os.path.join(tmp, '%d.json' % i)
+        rc, out, err, res = run_cli(['--space', space, '--shard', '%d/2' % i, '--keys', '600',
+                                     '--ops', '300', '--phases', 'insert'], tarantool)
+        assert rc == 0, err
+        with open(path, 'w') as f:
+            json.dump(res, f)
+        files.append(path)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    merged_path = os.path.join(tmp, 'merged.json')
+    out = subprocess.check_output([sys.executable, '-m', 'gloaddriver', 'merge'] + files +
+                                  ['--json', merged_path], env=env, cwd=ROOT).decode()
+    assert 'insert' in out and json.load(open(merged_path))['phases'][0]['ok'] == 600
+    out = subprocess.check_output([sys.executable, '-m', 'gloaddriver', 'compare'] + files,
+                                  env=env, cwd=ROOT).decode()
+    assert 'vs first' in out and '1.00x' in out and 'shard' in out   # manifests differ in shard
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', 'compare', '/nonexistent.json'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    _out, err = p.communicate()
+    assert p.returncode != 0 and b'cannot read' in err and b'Traceback' not in err
+
+
+def test_bad_shard_flag():
+    rc, out, err, res = run_cli(['--shard', '2/2', '--ops', '10'])
+    assert rc == 2 and 'I/N' in err
