@@ -24,7 +24,7 @@ Config = namedtuple('Config', [
     'outage_limit', 'max_pending', 'overlap', 'syscalls', 'callgrind', 'pstats',
     'profile_clock', 'profiler', 'dsn', 'table', 'workload', 'prepared', 'pool_size',
     'bulk_methods', 'rows', 'wait_callback', 'init', 'checksum', 'by_name', 'profile', 'shard',
-    'argv'])
+    'rate', 'arrival', 'latency_limit', 'argv'])
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -122,6 +122,15 @@ def build_parser(cls=None):
     g.add_argument('--mix', default=None, metavar='OP=W,...',
                    help='one phase of weighted random ops, e.g. select=50,insert=50 '
                         '(inserts use new keys above --keys)')
+    g.add_argument('--rate', type=float, default=None, metavar='OPS_PER_SEC',
+                   help='open loop: start ops on this schedule (workers are the concurrency '
+                        'cap); latency is measured from the intended start (coordinated '
+                        'omission corrected), service time too. Default: closed loop')
+    g.add_argument('--arrival', choices=['constant', 'poisson'], default='constant',
+                   help='with --rate: evenly spaced or Poisson arrivals (seeded)')
+    g.add_argument('--latency-limit', type=float, default=None, metavar='MS',
+                   help='with --rate: skip ops already this far behind schedule and count them '
+                        'as dropped (pgbench -R -L); default: send every op, however late')
     g.add_argument('--shard', default=None, metavar='I/N',
                    help='run shard I of N (0-based): keys [I*K/N, (I+1)*K/N) of --keys K, so '
                         'hosts can share one key space; join the results with "gloaddriver merge"')
@@ -269,6 +278,12 @@ def parse(argv=None, environ=None):
     if not profiling and ('--profile-clock' in argv or '--profiler' in argv):
         raise errors.ConfigError('--profile-clock and --profiler need --callgrind DIR or '
                                  '--pstats DIR')
+    if args.rate is not None and args.rate <= 0:
+        raise errors.ConfigError('--rate must be above 0 ops/s')
+    if args.rate is None and ('--arrival' in argv or args.latency_limit is not None):
+        raise errors.ConfigError('--arrival and --latency-limit need --rate')
+    if args.workload == 'bulk' and args.rate:
+        raise errors.ConfigError('--rate does not apply to --workload bulk')
     shard = None
     if args.shard:
         m = re.match(r'^(\d+)/(\d+)$', args.shard)
@@ -292,7 +307,8 @@ def parse(argv=None, environ=None):
         prepared=args.prepared, pool_size=args.pool_size or args.greenlets,
         bulk_methods=methods, rows=args.rows, wait_callback=args.wait_callback,
         init=args.init, checksum=args.checksum, by_name=args.by_name, profile=args.profile,
-        shard=shard, argv=tuple(mask_argv(argv)))
+        shard=shard, rate=args.rate, arrival=args.arrival,
+        latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None, argv=tuple(mask_argv(argv)))
 
 
 def _profile_name(argv):

@@ -82,6 +82,15 @@ def table(result):
         for p in result['phases']:
             lines.extend(profile_lines(p))
     for p in result['phases']:
+        r = p.get('rate')
+        if r:
+            svc = p['service_time_us']
+            lines.append('%s: open loop at %s ops/s (%s arrivals), achieved %s; latencies above '
+                         'are from the intended start (coordinated omission corrected); service '
+                         'time p50 %s p99 %s p99.9 %s us; %s late (> %.0f ms behind), %s dropped'
+                         % (p['name'], _n(r['target']), r['arrival'], _n(r['achieved']),
+                            _n(svc['p50']), _n(svc['p99']), _n(svc['p999']), _n(r['late']),
+                            r['late_after_ms'], _n(r['dropped'])))
         if 'server_connections_peak' in p:
             lines.append('%s: peak server connections %d (pg_stat_activity, sampled every 50 ms; '
                          'pool of %d)' % (p['name'], p['server_connections_peak'], p['pool']['size']))

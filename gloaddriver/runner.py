@@ -98,6 +98,63 @@ def _run_mix(budget, table, cumulative, rand, clock=clock):
             st.misses += 1
 
 
+class Schedule(object):
+    """Intended start times for an open-loop phase: constant or Poisson arrivals."""
+
+    def __init__(self, rate, arrival, rng, start):
+        self.interval = 1.0 / rate
+        self.rate = rate
+        self.poisson = arrival == 'poisson'
+        self.rng = rng
+        self.next_at = start
+
+    def take(self):
+        t = self.next_at
+        self.next_at = t + (self.rng.expovariate(self.rate) if self.poisson else self.interval)
+        return t
+
+
+LATE_AFTER = 0.001   # an op that starts more than 1 ms behind schedule is late
+
+
+def _run_open(budget, pick, schedule, limit, clock=clock):
+    """Open loop (--rate): each free worker takes the next intended start time.
+
+    When the server stalls, every worker is busy, the schedule runs ahead of
+    them, and the ops started late carry that wait in their latency from the
+    intended start: the coordinated-omission correction. Service time (from
+    the actual start) is recorded too.
+    """
+    sleep = gevent.sleep
+    while budget.left > 0:
+        intended = schedule.take()
+        now = clock()
+        if intended > now:
+            sleep(intended - now)
+            if budget.left <= 0:
+                break
+        st, fn, next_key = pick()
+        if limit is not None and now - intended > limit:
+            st.dropped += 1     # too far behind to be worth sending (pgbench -R -L)
+            continue
+        budget.left -= 1
+        st.attempted += 1
+        key = next_key()
+        t0 = clock()
+        if t0 - intended > LATE_AFTER:
+            st.late += 1
+        try:
+            r = fn(key)
+        except Exception as e:
+            _failed(budget, st, e)
+            continue
+        t1 = clock()
+        st.lat[int((t1 - t0) * 1000000.0)] += 1
+        st.lat_co[int((t1 - intended) * 1000000.0)] += 1
+        if not r:
+            st.misses += 1
+
+
 class Run(object):
     def __init__(self, config, backend, counter, progress_out=None, profiler=None):
         self.config = config
@@ -162,6 +219,20 @@ class Run(object):
         return keygen.generator(cfg.distribution, size, cfg.seed, spec.name, worker, start=lo,
                                 shared=shared.get('seq'))
 
+    def _picker(self, spec, ops, fns, worker, shared):
+        """pick() -> (stats, op, next_key) for the open loop: fixed, or weighted."""
+        table = [(st, fns[st.name], self._key_source(spec, st.name, worker, shared))
+                 for st in ops]
+        if len(table) == 1:
+            only = table[0]
+            return lambda: only
+        cumulative, acc = [], 0
+        for _name, weight in spec.weights:
+            acc += weight
+            cumulative.append(acc)
+        rand = keygen.make_rng(self.config.seed, spec.name, 'mix', worker).random
+        return lambda: table[bisect_right(cumulative, rand() * acc)]
+
     def _run_phase(self, index, spec):
         cfg = self.config
         ops = [stats.OpStats(name) for name, _w in spec.weights]
@@ -179,13 +250,23 @@ class Run(object):
         t0 = clock()
         if self.profiler is not None:
             self.profiler.start(spec.name)
+        schedule = None
+        if cfg.rate:
+            for st in ops:
+                st.open_loop()
+            schedule = Schedule(cfg.rate, cfg.arrival, keygen.make_rng(cfg.seed, spec.name, 'arrivals'),
+                                clock())
         for w in range(cfg.greenlets):
             fns = self.backend.worker_ops(w)
             if cfg.checksum:
                 by_name = dict((st.name, st) for st in ops)
                 fns = dict((k, _checksummed(f, by_name[k])) for k, f in fns.items()
                            if k in by_name)
-            if len(ops) == 1:
+            if schedule is not None:
+                workers.append(spawn_named('worker-%d' % w, _run_open, budget,
+                                           self._picker(spec, ops, fns, w, shared), schedule,
+                                           cfg.latency_limit))
+            elif len(ops) == 1:
                 st = ops[0]
                 workers.append(spawn_named('worker-%d' % w, _run_single, budget, st, fns[st.name],
                                            self._key_source(spec, st.name, w, shared)))
@@ -280,10 +361,36 @@ class Run(object):
         res['batching'] = _batching(sysd, iod, res['attempted'])
         if len(ops) > 1:
             res['ops'] = dict((st.name, _counts([st], seconds, st.hist, st.sum_us)) for st in ops)
+        if ops[0].hist_co is not None:
+            self._open_loop_result(res, ops, seconds)
         if iod:
             res['connection'] = dict((k, iod[k]) for k in (
                 'reconnects', 'late', 'outage_seconds', 'requests', 'schema_fetches') if k in iod)
         return res
+
+    def _open_loop_result(self, res, ops, seconds):
+        """With --rate: latency_us/histogram become CO-corrected; service time kept apart."""
+        cfg = self.config
+        co = stats.new_histogram()
+        for st in ops:
+            co.add(st.hist_co)
+        res['service_time_us'] = res['latency_us']
+        res['service_histogram'] = res['histogram']
+        res['latency_us'] = stats.latency_summary(co, sum(st.sum_co for st in ops))
+        res['histogram'] = _text(co.encode())
+        dropped = sum(st.dropped for st in ops)
+        res['rate'] = {
+            'target': cfg.rate, 'arrival': cfg.arrival,
+            'achieved': round(res['attempted'] / seconds, 1) if seconds > 0 else None,
+            'late': sum(st.late for st in ops), 'late_after_ms': LATE_AFTER * 1000,
+            'dropped': dropped, 'scheduled': res['attempted'] + dropped,
+            'latency_limit_ms': cfg.latency_limit * 1000 if cfg.latency_limit else None,
+        }
+        for st in ops:
+            if 'ops' in res:
+                sub = res['ops'][st.name]
+                sub['service_time_us'] = sub['latency_us']
+                sub['latency_us'] = stats.latency_summary(st.hist_co, st.sum_co)
 
     def _syscall_block(self, sysd, iod, attempted):
         if sysd is not None:

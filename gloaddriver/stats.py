@@ -53,7 +53,8 @@ class OpStats(object):
     """
 
     __slots__ = ('name', 'attempted', 'timed_out', 'misses', 'failed', 'samples',
-                 'lat', 'hist', 'interval', 'sum_us', 'checksum')
+                 'lat', 'hist', 'interval', 'sum_us', 'checksum',
+                 'lat_co', 'hist_co', 'sum_co', 'late', 'dropped')
 
     def __init__(self, name):
         self.name = name
@@ -67,6 +68,17 @@ class OpStats(object):
         self.interval = new_histogram()
         self.sum_us = 0
         self.checksum = 0      # with --checksum: sum of crc32 of every result
+        # Open loop only (--rate): latency from the intended start, made lazily
+        # (a histogram of this range is ~360 KB).
+        self.lat_co = None
+        self.hist_co = None
+        self.sum_co = 0
+        self.late = 0
+        self.dropped = 0
+
+    def open_loop(self):
+        self.lat_co = defaultdict(int)
+        self.hist_co = new_histogram()
 
     def error(self, exc):
         """Count one failed op; a timeout is its own outcome, not a failure."""
@@ -95,6 +107,13 @@ class OpStats(object):
             total += value * count
         self.sum_us += total
         self.hist.add(interval)
+        if self.lat_co is not None:
+            lat_co, self.lat_co = self.lat_co, defaultdict(int)
+            record = self.hist_co.record_value
+            for value, count in lat_co.items():
+                value = 1 if value < 1 else (HIGHEST_US if value > HIGHEST_US else value)
+                record(value, count)
+                self.sum_co += value * count
         return interval
 
     @property

@@ -260,3 +260,42 @@ def test_every_profile_runs_at_a_small_size(name):
     assert_accounted(res)
     assert res['phases'] and all(p['ok'] == p['attempted'] for p in res['phases'])
     assert res['manifest']['server']['spawned'] is True
+
+
+def test_open_loop_holds_the_rate_and_the_corrected_latency_shows_a_stall(tarantool_own):
+    server = tarantool_own
+    p, path = _start_cli(server, ['--phases', 'insert', '--ops', '0', '--duration', '4',
+                                  '--keys', '100000000', '--rate', '5000', '--greenlets', '10',
+                                  '--space', 'gloaddriver'])
+    time.sleep(1.5)
+    server.pause()
+    time.sleep(1.0)
+    server.resume()
+    rc, out, err, res = _finish_cli(p, path)
+    assert rc == 0, err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    rate = phase['rate']
+    assert rate['target'] == 5000 and abs(rate['achieved'] - 5000) / 5000 < 0.05, rate
+    assert rate['late'] > 1000 and rate['dropped'] == 0
+    # ~5000 ops were due during the 1 s pause: from their intended start they
+    # waited for it; only the 10 in flight saw it in their service time.
+    assert phase['latency_us']['p999'] > 500000, phase['latency_us']
+    assert phase['service_time_us']['p999'] < 200000, phase['service_time_us']
+    assert 'coordinated omission corrected' in out
+
+
+def test_latency_limit_drops_ops_that_are_too_late(tarantool_own):
+    server = tarantool_own
+    p, path = _start_cli(server, ['--phases', 'insert', '--ops', '0', '--duration', '3',
+                                  '--keys', '100000000', '--rate', '2000', '--greenlets', '5',
+                                  '--latency-limit', '50', '--space', 'gloaddriver'])
+    time.sleep(1.0)
+    server.pause()
+    time.sleep(0.8)
+    server.resume()
+    rc, out, err, res = _finish_cli(p, path)
+    (phase,) = res['phases']
+    assert_accounted(res)
+    assert phase['rate']['dropped'] > 500
+    assert phase['rate']['scheduled'] == phase['attempted'] + phase['rate']['dropped']
