@@ -83,6 +83,8 @@ def run(config, out=None):
         if config.workload == 'bulk':
             phases, aborted = backend.run(config.bulk_methods, config.rows), None
         else:
+            from gloaddriver.processes import wait_for_start
+            wait_for_start()   # with --processes: begin together with the others
             the_run = Run(config, backend, counter, profiler=profiler)
             phases, aborted = the_run.execute(), the_run.aborted
         result = {

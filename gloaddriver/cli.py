@@ -24,7 +24,7 @@ Config = namedtuple('Config', [
     'outage_limit', 'max_pending', 'overlap', 'syscalls', 'callgrind', 'pstats',
     'profile_clock', 'profiler', 'dsn', 'table', 'workload', 'prepared', 'pool_size',
     'bulk_methods', 'rows', 'wait_callback', 'init', 'checksum', 'by_name', 'profile', 'shard',
-    'rate', 'arrival', 'latency_limit', 'argv'])
+    'rate', 'arrival', 'latency_limit', 'processes', 'argv'])
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -113,6 +113,9 @@ def build_parser(cls=None):
                         '(tarantool-python, one connection per greenlet)')
     g.add_argument('--greenlets', type=_positive_int, default=10, metavar='N',
                    help='worker greenlets in a closed loop')
+    g.add_argument('--processes', type=_positive_int, default=1, metavar='P',
+                   help='P driver processes (one hub each, disjoint keys, --ops split among '
+                        'them), started together; results merged exactly')
     g.add_argument('--connections', type=_positive_int, default=None, metavar='K',
                    help='buffered: spread greenlets over K connections (default: 1)')
     g = p.add_argument_group('workload')
@@ -307,7 +310,7 @@ def parse(argv=None, environ=None):
         prepared=args.prepared, pool_size=args.pool_size or args.greenlets,
         bulk_methods=methods, rows=args.rows, wait_callback=args.wait_callback,
         init=args.init, checksum=args.checksum, by_name=args.by_name, profile=args.profile,
-        shard=shard, rate=args.rate, arrival=args.arrival,
+        shard=shard, rate=args.rate, arrival=args.arrival, processes=args.processes,
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None, argv=tuple(mask_argv(argv)))
 
 
@@ -375,7 +378,13 @@ def main(argv=None):
     from gloaddriver import app   # after monkey-patching (see __main__)
     try:
         config = parse(argv)
+        if config.processes > 1:
+            from gloaddriver import processes
+            return processes.run(config, argv)
     except errors.ConfigError as e:
         sys.stderr.write('gloaddriver: error: %s\n' % e)
         return EXIT_USAGE
+    except errors.SetupError as e:
+        sys.stderr.write('gloaddriver: %s\n' % e)
+        return EXIT_SETUP
     return app.run(config)

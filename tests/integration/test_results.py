@@ -73,3 +73,33 @@ def test_merge_and_compare_commands(tarantool, space):
 def test_bad_shard_flag():
     rc, out, err, res = run_cli(['--shard', '2/2', '--ops', '10'])
     assert rc == 2 and 'I/N' in err
+
+
+def test_processes_run_together_and_merge_exactly():
+    rc, out, err, res = run_cli(['--spawn', '--processes', '2', '--greenlets', '20',
+                                 '--ops', '3000', '--phases', 'insert,select'])
+    assert rc == 0, err
+    assert_accounted(res)
+    assert res['manifest']['processes'] == 2 and len(res['processes']) == 2
+    assert sorted(p['manifest']['shard'] for p in res['processes']) == ['0/2', '1/2']
+    for name in ('insert', 'select'):
+        merged = [p for p in res['phases'] if p['name'] == name][0]
+        parts = [[p for p in r['phases'] if p['name'] == name][0] for r in res['processes']]
+        assert merged['attempted'] == merged['ok'] == 3000 and merged['misses'] == 0
+        assert [p['attempted'] for p in parts] == [1500, 1500]
+        h = stats.decode_histogram(merged['histogram'])
+        expect = stats.new_histogram()
+        for p in parts:
+            expect.add(stats.decode_histogram(p['histogram']))
+        assert h.get_total_count() == expect.get_total_count() == 3000
+        for pct in (50, 90, 99, 99.9, 100):
+            assert h.get_value_at_percentile(pct) == expect.get_value_at_percentile(pct)
+        if merged['syscalls'].get('counts'):
+            total = sum(p['syscalls']['counts']['total'] for p in parts)
+            assert merged['syscalls']['counts']['total'] == total
+    assert '2 processes, merged' in out
+
+
+def test_processes_refuse_what_they_cannot_do():
+    rc, out, err, res = run_cli(['--processes', '2', '--shard', '0/2', '--ops', '10'])
+    assert rc == 2 and 'not supported' in err and 'Traceback' not in err
