@@ -103,6 +103,8 @@ def build_parser(cls=None):
     g.add_argument('--spawn', action='store_true',
                    help='start a private server (temp dir, free port, space or tables '
                         'created), removed afterwards')
+    g.add_argument('--no-spawn', dest='spawn', action='store_false',
+                   help='use --uri/--dsn even if a profile says spawn = true')
     g.add_argument('--wal-mode', choices=['none', 'write', 'fsync'], default='none',
                    help='durability of the --spawn server: Tarantool wal_mode; for PostgreSQL '
                         'none = fsync, synchronous_commit and full_page_writes off, write = '

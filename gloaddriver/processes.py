@@ -66,7 +66,9 @@ def run(config, argv, out=None):
     try:
         env = dict(os.environ, **{START_ENV: '1'})
         # --keys from the total --ops: a child would derive it from its share.
-        base = _child_argv(argv) + ['--progress', '0', '--keys', str(config.keys)]
+        # A profile in argv would bring its own spawn/processes back: override them.
+        base = _child_argv(argv) + ['--progress', '0', '--keys', str(config.keys),
+                                    '--no-spawn', '--processes', '1']
         if config.spawn:
             if config.backend == 'postgres':
                 from gloaddriver.servers import PostgresServer
