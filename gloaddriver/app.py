@@ -63,9 +63,22 @@ def _open_backend(config):
     return config, make_backend(config), settings, server, counter
 
 
+def _server_metrics(config, backend, server):
+    """The per-interval server sampler, or None when it cannot be had (said in the result)."""
+    from gloaddriver import server_metrics
+    pid = server.proc.pid if server is not None and server.proc is not None else None
+    try:
+        if config.backend == 'postgres':
+            return server_metrics.for_postgres(backend.pool, pid)
+        return server_metrics.for_tarantool(config, pid)
+    except errors.GloadError as e:
+        _say('note: no server metrics: %s' % e)
+        return None
+
+
 def run(config, out=None):
     out = out if out is not None else sys.stdout
-    server = backend = counter = None
+    server = backend = counter = metrics = None
     try:
         config, backend, server_settings, server, counter = _open_backend(config)
         try:
@@ -83,9 +96,10 @@ def run(config, out=None):
         if config.workload == 'bulk':
             phases, aborted = backend.run(config.bulk_methods, config.rows), None
         else:
+            metrics = _server_metrics(config, backend, server)
             from gloaddriver.processes import wait_for_start
             wait_for_start()   # with --processes: begin together with the others
-            the_run = Run(config, backend, counter, profiler=profiler)
+            the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics)
             phases, aborted = the_run.execute(), the_run.aborted
         result = {
             'manifest': manifest.build(config, backend, server_settings, counter.source,
@@ -118,6 +132,8 @@ def run(config, out=None):
         _say('interrupted')
         return cli.EXIT_INTERRUPTED
     finally:
+        if metrics is not None:
+            metrics.close()
         if backend is not None:
             backend.close()
         if counter is not None:

@@ -156,11 +156,13 @@ def _run_open(budget, pick, schedule, limit, clock=clock):
 
 
 class Run(object):
-    def __init__(self, config, backend, counter, progress_out=None, profiler=None):
+    def __init__(self, config, backend, counter, progress_out=None, profiler=None,
+                 server_metrics=None):
         self.config = config
         self.backend = backend
         self.counter = counter
         self.profiler = profiler
+        self.server_metrics = server_metrics
         self.perf = syscalls.PerfControl()
         self.progress_out = progress_out if progress_out is not None else sys.stderr
         self.phases = []
@@ -244,6 +246,8 @@ class Run(object):
         if started is not None:
             started()
         self.perf.enable()
+        server0 = self.server_metrics.sample() if self.server_metrics else None
+        intervals = []
         sys0 = self.counter.snapshot()
         io0 = self.backend.io_counts()
         cpu0 = _cpu()
@@ -280,7 +284,7 @@ class Run(object):
                 workers.append(spawn_named('worker-%d' % w, _run_mix, budget, table, cumulative,
                                            rng.random))
         timer = gevent.spawn_later(cfg.duration, budget.stop, 'duration') if cfg.duration else None
-        ticker = spawn_named('ticker', self._tick, spec.name, ops, budget, t0)
+        ticker = spawn_named('ticker', self._tick, spec.name, ops, budget, t0, intervals)
         gevent.joinall(workers)
         if self.profiler is not None:
             self.profiler.stop()
@@ -302,6 +306,11 @@ class Run(object):
                                     _delta(io0, io1), cpu)
         if sys0 is not None:
             result['syscalls']['self_reads'] = self.counter.self_reads(sys0, sys1)
+        if self.server_metrics is not None:
+            server1 = self.server_metrics.sample()
+            result['server_metrics'] = {
+                'phase': self.server_metrics.delta(server0, server1, t1 - t0),
+                'intervals': intervals, 'error': self.server_metrics.error}
         extra = getattr(self.backend, 'phase_extra', None)
         if extra is not None:
             result.update(extra())
@@ -313,11 +322,13 @@ class Run(object):
 
     # -- the ticker: progress lines and the outage watchdog ----------------------
 
-    def _tick(self, name, ops, budget, t0):
+    def _tick(self, name, ops, budget, t0, intervals):
         cfg = self.config
         period = cfg.progress if cfg.progress > 0 else 0.5
         prev_t, prev_att, prev_bad = t0, 0, 0
         prev_sys = self.counter.snapshot()
+        metrics = self.server_metrics
+        prev_server = metrics.sample() if metrics else None
         last_ok = t0
         while True:
             gevent.sleep(period)
@@ -333,6 +344,16 @@ class Run(object):
             elif bad > prev_bad and now - last_ok > cfg.outage_limit:
                 budget.stop('no successful op for %.0f s (last error: %s); aborting the run'
                             % (now - last_ok, _last_sample(ops)))
+            server_line = ''
+            if metrics is not None:
+                from gloaddriver.server_metrics import describe
+                cur = metrics.sample()
+                d = metrics.delta(prev_server, cur, now - prev_t)
+                prev_server = cur
+                if d is not None:
+                    intervals.append(dict(d, t=round(now - t0, 3),
+                                          client_ops_per_sec=round((att - prev_att) / (now - prev_t), 1)))
+                    server_line = describe(d)
             if cfg.progress > 0:
                 snap = self.counter.snapshot()
                 d = self.counter.delta(prev_sys, snap)
@@ -341,9 +362,9 @@ class Run(object):
                 sys_op = ('%.2f' % (d[syscalls.TOTAL] / n)) if (d and n) else '-'
                 p99 = merged.get_value_at_percentile(99) if ok_n else 0
                 self.progress_out.write(
-                    '%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s\n'
+                    '%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s%s\n'
                     % (now - t0, name, '{:,}'.format(int(n / (now - prev_t))),
-                       '{:,}'.format(p99), bad - prev_bad, sys_op))
+                       '{:,}'.format(p99), bad - prev_bad, sys_op, server_line))
                 self.progress_out.flush()
             prev_t, prev_att, prev_bad = now, att, bad
 

@@ -103,3 +103,18 @@ def test_processes_run_together_and_merge_exactly():
 def test_processes_refuse_what_they_cannot_do():
     rc, out, err, res = run_cli(['--processes', '2', '--shard', '0/2', '--ops', '10'])
     assert rc == 2 and 'not supported' in err and 'Traceback' not in err
+
+
+def test_server_metrics_count_what_the_client_sent(tarantool, space):
+    rc, out, err, res = run_cli(['--space', space, '--ops', '0', '--duration', '0.5',
+                                 '--keys', '100000000', '--phases', 'insert,select',
+                                 '--greenlets', '20', '--progress', '0.1'], tarantool)
+    assert rc == 0, err
+    for p in res['phases']:
+        sm = p['server_metrics']
+        assert sm['error'] is None
+        # box.stat on the server counted exactly the requests of this phase
+        assert sm['phase']['counts'][p['name']] == p['attempted'], sm['phase']['counts']
+        assert sm['phase']['lsn'] >= res['phases'][0]['attempted']
+        assert len(sm['intervals']) >= 3
+    assert 'server' in err   # joined into the progress lines
