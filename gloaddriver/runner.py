@@ -245,9 +245,10 @@ class Run(object):
         started = getattr(self.backend, 'phase_started', None)
         if started is not None:
             started()
-        self.perf.enable()
-        server0 = self.server_metrics.sample() if self.server_metrics else None
+        # Outside the measured window: the sampler's /proc reads are not the client's.
+        server0 = self.server_metrics.sample(cpu=True) if self.server_metrics else None
         intervals = []
+        self.perf.enable()
         sys0 = self.counter.snapshot()
         io0 = self.backend.io_counts()
         cpu0 = _cpu()
@@ -307,7 +308,7 @@ class Run(object):
         if sys0 is not None:
             result['syscalls']['self_reads'] = self.counter.self_reads(sys0, sys1)
         if self.server_metrics is not None:
-            server1 = self.server_metrics.sample()
+            server1 = self.server_metrics.sample(cpu=True)
             result['server_metrics'] = {
                 'phase': self.server_metrics.delta(server0, server1, t1 - t0),
                 'intervals': intervals, 'error': self.server_metrics.error}
@@ -328,7 +329,7 @@ class Run(object):
         prev_t, prev_att, prev_bad = t0, 0, 0
         prev_sys = self.counter.snapshot()
         metrics = self.server_metrics
-        prev_server = metrics.sample() if metrics else None
+        prev_server = metrics.sample(cpu=False) if metrics else None
         last_ok = t0
         while True:
             gevent.sleep(period)
@@ -347,7 +348,7 @@ class Run(object):
             server_line = ''
             if metrics is not None:
                 from gloaddriver.server_metrics import describe
-                cur = metrics.sample()
+                cur = metrics.sample(cpu=False)
                 d = metrics.delta(prev_server, cur, now - prev_t)
                 prev_server = cur
                 if d is not None:

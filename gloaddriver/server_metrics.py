@@ -5,8 +5,8 @@ Tarantool: ``box.stat()`` request totals per type, ``box.info.lsn`` and
 rollbacks, tuples) and the number of backends; PostgreSQL 15 flushes a busy
 backend's counters to it at most about once a second, so its intervals lag
 and short runs under-count. For a server this driver
-spawned, also its CPU time from /proc (all its processes: PostgreSQL's
-backends are separate processes). Sampled on a connection of its own; those
+spawned, also its CPU over each phase from /proc (all its processes:
+PostgreSQL's backends are separate processes), read at phase boundaries only. Sampled on a connection of its own; those
 few queries a second are in the client's syscall counts (well under 0.1 %).
 """
 from __future__ import absolute_import, division, print_function
@@ -60,13 +60,15 @@ class ServerMetrics(object):
         self.pid = pid
         self.error = None
 
-    def sample(self):
+    def sample(self, cpu=False):
+        """Cumulative counters; with cpu, also the spawned server's CPU time (scans /proc:
+        done at phase boundaries only, outside the client's syscall window)."""
         try:
             s = self._sampler()
         except Exception as e:   # the server may be down: metrics are best effort
             self.error = str(e)
             return None
-        if self.pid is not None:
+        if cpu and self.pid is not None:
             s['cpu_seconds'] = process_cpu_seconds(self.pid)
         return s
 
