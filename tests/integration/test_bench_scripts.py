@@ -3,22 +3,12 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
-import pytest
 
 from gloaddriver.servers import which
 from tests.integration.conftest import ROOT
-
-
-@pytest.fixture
-def outdir():
-    d = tempfile.mkdtemp(prefix='gloaddriver-bench-')
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def run(script, args):
@@ -29,7 +19,8 @@ def run(script, args):
     return p.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
 
 
-def test_bench_tarantool_table_and_json(outdir):
+def test_bench_tarantool_table_and_json(tmpdir):
+    outdir = str(tmpdir)
     path = os.path.join(outdir, 't.json')
     rc, out, err = run('bench_tarantool.py', ['--ops', '300', '--greenlets', '1,10',
                                               '--out', path])
@@ -41,7 +32,8 @@ def test_bench_tarantool_table_and_json(outdir):
     assert 'buffered/sync' in out
 
 
-def test_bench_postgres_table_and_json(outdir):
+def test_bench_postgres_table_and_json(tmpdir):
+    outdir = str(tmpdir)
     path = os.path.join(outdir, 'p.json')
     rc, out, err = run('bench_postgres.py', ['--rounds', '1', '--kv-ops', '300',
                                              '--relational-ops', '200', '--bulk-rows', '200',

@@ -3,11 +3,9 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -45,13 +43,6 @@ pytestmark = pytest.mark.skipif(not (os.path.exists(PY27) and os.path.exists(PY3
                                 reason='needs .venv/py27 and .venv/py311 (made by scripts/test)')
 
 
-@pytest.fixture
-def workdir():
-    d = tempfile.mkdtemp(prefix='gloaddriver-compat-')
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
 def compat(args, workdir):
     out_json = os.path.join(workdir, 'compat.json')
     env = dict(os.environ, PYTHONPATH=ROOT)
@@ -66,7 +57,8 @@ def compat(args, workdir):
     return p.returncode, out.decode(), err.decode(), rows
 
 
-def test_real_connector_passes_on_27_and_311(workdir):
+def test_real_connector_passes_on_27_and_311(tmpdir):
+    workdir = str(tmpdir)
     rc, out, err, rows = compat(['--python', PY27, '--python', PY311], workdir)
     assert rc == 0, out + err
     assert 'verdict: PASS' in out
@@ -76,7 +68,8 @@ def test_real_connector_passes_on_27_and_311(workdir):
     assert '1.000, 0 schema fetches' in rows['6']['A'] and rows['6']['A'] == rows['6']['B']
 
 
-def test_schema_cache_keyed_by_bytes_fails_rows_6_and_7(workdir):
+def test_schema_cache_keyed_by_bytes_fails_rows_6_and_7(tmpdir):
+    workdir = str(tmpdir)
     broken_main = os.path.join(workdir, 'broken_main.py')
     with open(broken_main, 'w') as f:
         f.write(BROKEN_MAIN)
@@ -95,7 +88,8 @@ def test_schema_cache_keyed_by_bytes_fails_rows_6_and_7(workdir):
         assert rows[n]['verdict'] == 'PASS', rows[n]
 
 
-def test_postgres_pair_passes(workdir):
+def test_postgres_pair_passes(tmpdir):
+    workdir = str(tmpdir)
     rc, out, err, rows = compat(['--python', PY27, '--python', PY311, '--backend', 'postgres'],
                                 workdir)
     assert rc == 0, out + err
@@ -104,6 +98,7 @@ def test_postgres_pair_passes(workdir):
     assert rows['6']['verdict'] == 'N/A' and rows['8']['verdict'] == 'N/A'
 
 
-def test_an_interpreter_that_is_not_there_is_one_clear_line(workdir):
+def test_an_interpreter_that_is_not_there_is_one_clear_line(tmpdir):
+    workdir = str(tmpdir)
     rc, out, err, rows = compat(['--python', PY311, '--python', 'python3.99'], workdir)
     assert rc == 3 and 'python3.99' in err and 'not found' in err and 'Traceback' not in err

@@ -4,10 +4,8 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import pstats
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -15,14 +13,8 @@ from gloaddriver.servers import which
 from tests.integration.conftest import ROOT, run_cli
 
 
-@pytest.fixture
-def outdir():
-    d = tempfile.mkdtemp(prefix='gloaddriver-prof-')
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def test_callgrind_files_per_phase_parse_cleanly_and_name_our_code(tarantool, space, outdir):
+def test_callgrind_files_per_phase_parse_cleanly_and_name_our_code(tarantool, space, tmpdir):
+    outdir = str(tmpdir)
     rc, out, err, res = run_cli(['--space', space, '--greenlets', '100', '--ops', '5000',
                                  '--phases', 'insert,select', '--callgrind', outdir,
                                  '--pstats', outdir, '--profile-clock', 'cpu'], tarantool)
@@ -56,7 +48,8 @@ def test_callgrind_files_per_phase_parse_cleanly_and_name_our_code(tarantool, sp
         pytest.skip('callgrind_annotate (valgrind) not installed: files written, not parsed')
 
 
-def test_wall_clock_profile_shows_waiting_as_its_own_row(tarantool, space, outdir):
+def test_wall_clock_profile_shows_waiting_as_its_own_row(tarantool, space, tmpdir):
+    outdir = str(tmpdir)
     rc, out, err, res = run_cli(['--space', space, '--greenlets', '50', '--ops', '3000',
                                  '--phases', 'insert', '--callgrind', outdir], tarantool)
     assert rc == 0, err

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import tempfile
 
-import pytest
 
 from gloaddriver import results, stats
 from tests.integration.conftest import ROOT, assert_accounted, connect, run_cli

@@ -3,19 +3,10 @@ from __future__ import absolute_import, division, print_function
 
 import io
 import os
-import shutil
-import tempfile
 
 import pytest
 
 from gloaddriver import cli, errors, profile
-
-
-@pytest.fixture
-def tmp():
-    d = tempfile.mkdtemp(prefix='gloaddriver-profile-')
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def write(tmp, text):
@@ -25,7 +16,8 @@ def write(tmp, text):
     return path
 
 
-def test_flags_on_the_command_line_win_over_the_profile(tmp):
+def test_flags_on_the_command_line_win_over_the_profile(tmpdir):
+    tmp = str(tmpdir)
     path = write(tmp, u'[gloaddriver]\ngreenlets = 42\nvalue-size = 64\nspawn = true\n')
     c = cli.parse(['--profile', path, '--greenlets', '7'], environ={})
     assert (c.greenlets, c.value_size, c.spawn, c.profile) == (7, 64, True, path)
@@ -46,7 +38,8 @@ def test_every_shipped_profile_parses():
     (u'greenlets = 10\n', ['p.ini']),
     (u'[other]\ngreenlets = 10\n', ['no [gloaddriver] section']),
 ])
-def test_malformed_profiles_name_file_line_and_key(tmp, text, words):
+def test_malformed_profiles_name_file_line_and_key(tmpdir, text, words):
+    tmp = str(tmpdir)
     path = write(tmp, text)
     with pytest.raises(errors.ConfigError) as e:
         cli.parse(['--profile', path], environ={})
