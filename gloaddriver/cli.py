@@ -208,7 +208,7 @@ def build_parser(cls=None):
     g.add_argument('--pstats', default=None, metavar='DIR',
                    help='profile each phase; write DIR/pstats.<phase>.<pid> (pstats format)')
     g.add_argument('--profile-clock', choices=['wall', 'cpu'], default='wall',
-                   help='wall, or cpu (4-16x dearer; its clock_gettime calls are left out '
+                   help='wall, or cpu (design.md: 4-16x dearer; its clock_gettime calls are left out '
                         'of syscalls/op)')
     g.add_argument('--profiler', choices=['yappi', 'greenletprofiler'], default='yappi',
                    help='greenletprofiler: Python 2.7 only, when installed')

@@ -236,7 +236,7 @@ def checks(a, b, tolerance):
     # 1. fingerprint
     pure = [s.label for s in (a, b) if not s.probe['fingerprint']['msgpack_c_extension']]
     row('1 fingerprint', _fp(a), _fp(b), 'FAIL' if pure else 'PASS',
-        'msgpack runs its pure-Python fallback on %s (~6x slower): install its C extension'
+        'msgpack runs its pure-Python fallback on %s (~6x slower per design.md): install its C extension'
         % ' and '.join(pure) if pure else '')
     # 2. wire bytes
     wa, wb = a.probe['wire'], b.probe['wire']
@@ -410,12 +410,7 @@ def _run_tarantool(sides, opts, say):
                 conn.eval(u"""local s = box.schema.space.create(..., {format = {
                                  {'id', 'unsigned'}, {'value', 'string'}}})
                              s:create_index('primary')""", s.space)
-            for s in sides:
-                say('%s: %s' % (s.label, s.exe))
-                s.probe = _probe(s, server, {'mode': 'self', 'space': s.space, 'typed': s.typed})
-                s.result = _drive(s, server, opts)
-                s.stored = tuple(_stored_digest(conn, s.space))
-            _crossread(sides, server, opts)
+            _run_sides(sides, server, opts, say, lambda space: _stored_digest(conn, space))
         finally:
             conn.close()
 
@@ -433,15 +428,16 @@ def _run_postgres(sides, opts, say):
                 conn.cursor().execute(SCHEMA_KV.format(t=s.space))
         finally:
             conn.close()
-        for s in sides:
-            say('%s: %s' % (s.label, s.exe))
-            s.probe = _probe(s, server, {'mode': 'self', 'space': s.space, 'typed': s.typed})
-            s.result = _drive(s, server, opts)
-            s.stored = tuple(_stored_digest_pg(server, s.space))
-        _crossread(sides, server, opts)
+        _run_sides(sides, server, opts, say, lambda space: _stored_digest_pg(server, space))
 
 
-def _crossread(sides, server, opts):
+def _run_sides(sides, server, opts, say, stored_digest):
+    """Probe, run and digest each side in turn, then let each read the other's data."""
+    for s in sides:
+        say('%s: %s' % (s.label, s.exe))
+        s.probe = _probe(s, server, {'mode': 'self', 'space': s.space, 'typed': s.typed})
+        s.result = _drive(s, server, opts)
+        s.stored = tuple(stored_digest(s.space))
     for s, other in ((sides[0], sides[1]), (sides[1], sides[0])):
         s.cross = _probe(s, server, {'mode': 'crossread', 'space': other.space,
                                      'typed': other.typed,

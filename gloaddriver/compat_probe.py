@@ -204,38 +204,31 @@ def pg_crossread(conn, a):
             'native_str_is': 'text' if isinstance(str('x'), text_type) else 'binary'}
 
 
+def _tarantool_probe():
+    return {'connect': _connect, 'wire': lambda conn: wire_bytes(), 'typed': typed,
+            'errors': deliberate_errors, 'crossread': crossread}
+
+
+def _postgres_probe():
+    return {'connect': _pg, 'wire': pg_wire, 'typed': pg_typed, 'errors': pg_errors,
+            'crossread': pg_crossread}
+
+
 def main(argv):
     a = json.loads(argv[0])
+    probe = _postgres_probe() if a.get('backend') == 'postgres' else _tarantool_probe()
     out = {}
-    if a.get('backend') == 'postgres':
-        conn = _pg(a)
-        try:
-            if a['mode'] == 'self':
-                out['fingerprint'] = manifest.fingerprint()
-                out['wire'] = pg_wire(conn)
-                out['typed'] = pg_typed(conn, a['typed'])
-                out['errors'] = pg_errors(conn, a['space'])
-            else:
-                out['crossread'] = pg_crossread(conn, a)
-        finally:
-            conn.close()
-        print(json.dumps(out, sort_keys=True))
-        return 0
-    if a['mode'] == 'self':
-        out['fingerprint'] = manifest.fingerprint()
-        out['wire'] = wire_bytes()
-        conn = _connect(a)
-        try:
-            out['typed'] = typed(conn, a['typed'])
-            out['errors'] = deliberate_errors(conn, a['space'])
-        finally:
-            conn.close()
-    elif a['mode'] == 'crossread':
-        conn = _connect(a)
-        try:
-            out['crossread'] = crossread(conn, a)
-        finally:
-            conn.close()
+    conn = probe['connect'](a)
+    try:
+        if a['mode'] == 'self':
+            out['fingerprint'] = manifest.fingerprint()
+            out['wire'] = probe['wire'](conn)
+            out['typed'] = probe['typed'](conn, a['typed'])
+            out['errors'] = probe['errors'](conn, a['space'])
+        else:
+            out['crossread'] = probe['crossread'](conn, a)
+    finally:
+        conn.close()
     print(json.dumps(out, sort_keys=True))
     return 0
 
