@@ -156,8 +156,14 @@ class _Server(object):
     def kill(self):
         """Kill the process but keep the directory and port (to restart later)."""
         if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
+            # SIGKILL first: a paused server woken by SIGCONT before it would
+            # answer what it had already read, and a test of a dead server
+            # would see replies.
             self.proc.kill()
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
             self.proc.wait()
 
     def start(self, timeout=30.0):
