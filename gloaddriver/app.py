@@ -113,6 +113,9 @@ def run(config, out=None):
         out.flush()
         if config.json:
             report.write_json(result, config.json)
+        if config.html:
+            from gloaddriver import html_report
+            html_report.write(result, config.html)
         bad = sum(p['failed'] + p['timed_out'] for p in phases)
         if aborted:
             _say('run aborted: %s' % aborted)

@@ -24,7 +24,7 @@ Config = namedtuple('Config', [
     'outage_limit', 'max_pending', 'overlap', 'syscalls', 'callgrind', 'pstats',
     'profile_clock', 'profiler', 'dsn', 'table', 'workload', 'prepared', 'pool_size',
     'bulk_methods', 'rows', 'wait_callback', 'init', 'checksum', 'by_name', 'profile', 'shard',
-    'rate', 'arrival', 'latency_limit', 'processes', 'argv'])
+    'rate', 'arrival', 'latency_limit', 'processes', 'html', 'interval', 'argv'])
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -79,6 +79,20 @@ def _seconds(text):
     if value < 0:
         raise argparse.ArgumentTypeError('must not be negative, got %s' % text)
     return value
+
+
+def _check_output(flag, path):
+    """Refuse an output file that cannot be written before the run, not after it."""
+    if not path:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise errors.ConfigError('%s %s is a directory; give a file name' % (flag, path))
+    if not os.path.isdir(folder):
+        raise errors.ConfigError('%s %s: folder %s does not exist; create it or choose another'
+                                 % (flag, path, folder))
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise errors.ConfigError('%s %s: not writable by this user' % (flag, path))
 
 
 def build_parser(cls=None):
@@ -176,8 +190,14 @@ def build_parser(cls=None):
                         'flushing half of it early so client and server work overlap')
     g = p.add_argument_group('output')
     g.add_argument('--json', default=None, metavar='FILE', help='write the result as JSON')
+    g.add_argument('--html', default=None, metavar='FILE',
+                   help='write a self-contained HTML report (charts over time, latency '
+                        'distributions, syscalls, server metrics)')
     g.add_argument('--progress', type=_seconds, default=1.0, metavar='SECONDS',
                    help='progress line to stderr every SECONDS (0 = off)')
+    g.add_argument('--interval', type=_seconds, default=None, metavar='SECONDS',
+                   help='timeline resolution (JSON, HTML, server metrics) when --progress is '
+                        '0; otherwise it is the --progress period (default 1)')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
     g = p.add_argument_group('postgres')
@@ -296,6 +316,13 @@ def parse(argv=None, environ=None):
             raise errors.ConfigError('--shard takes I/N with 0 <= I < N, e.g. 0/4; got %r'
                                      % args.shard)
         shard = (int(m.group(1)), int(m.group(2)))
+    for flag, path in (('--json', args.json), ('--html', args.html)):
+        _check_output(flag, path)
+    interval = args.interval or (args.progress if args.progress > 0 else 1.0)
+    if args.interval is not None and (args.interval <= 0 or (
+            args.progress > 0 and args.interval != args.progress)):
+        raise errors.ConfigError('--interval must be above 0, and it goes with --progress 0 '
+                                 '(with progress lines on, the timeline follows --progress)')
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
         backend=args.backend, connector=args.connector, greenlets=args.greenlets,
@@ -313,6 +340,7 @@ def parse(argv=None, environ=None):
         bulk_methods=methods, rows=args.rows, wait_callback=args.wait_callback,
         init=args.init, checksum=args.checksum, by_name=args.by_name, profile=args.profile,
         shard=shard, rate=args.rate, arrival=args.arrival, processes=args.processes,
+        html=args.html, interval=interval,
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None, argv=tuple(mask_argv(argv)))
 
 
@@ -374,7 +402,7 @@ def main(argv=None):
     if argv[:1] == ['compat']:
         from gloaddriver import compat_check
         return compat_check.main(argv[1:])
-    if argv[:1] in (['compare'], ['merge']):
+    if argv[:1] in (['compare'], ['merge'], ['html']):
         from gloaddriver import results
         return results.main(argv[0], argv[1:])
     from gloaddriver import app   # after monkey-patching (see __main__)

@@ -22,7 +22,8 @@ from gloaddriver import errors
 START_ENV = 'GLOADDRIVER_START_BARRIER'
 READY = 'gloaddriver: ready to start'
 # Flags the parent handles itself, with whether they take a value.
-_PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True}
+_PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
+                 '--html': True, '--interval': True}
 
 
 def wait_for_start():
@@ -67,7 +68,8 @@ def run(config, argv, out=None):
         env = dict(os.environ, **{START_ENV: '1'})
         # --keys from the total --ops: a child would derive it from its share.
         # A profile in argv would bring its own spawn/processes back: override them.
-        base = _child_argv(argv) + ['--progress', '0', '--keys', str(config.keys),
+        base = _child_argv(argv) + ['--progress', '0', '--interval', str(config.interval),
+                                    '--keys', str(config.keys),
                                     '--no-spawn', '--processes', '1']
         if config.spawn:
             if config.backend == 'postgres':
@@ -127,6 +129,9 @@ def run(config, argv, out=None):
             sys.stderr.write(m + '\n')
         if config.json:
             report.write_json(merged, config.json)
+        if config.html:
+            from gloaddriver import html_report
+            html_report.write(merged, config.html)
         return max(codes)
     finally:
         for p, _path in children:

@@ -7,7 +7,9 @@ manifest fields that differ between them.
 merge: results of shards that ran at the same time (``--shard I/N`` on each
 host) into one. Counts add up; latency histograms are decoded and added
 (HdrHistogram), so merged percentiles are exact, never averages of
-percentiles; syscall counts add up and are divided again.
+percentiles; syscall counts add up and are divided again. Timelines are
+matched row by row (the parts started together and tick at the same period)
+and added the same way.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -16,7 +18,7 @@ import io
 import json
 import sys
 
-from gloaddriver import stats, syscalls
+from gloaddriver import stats, syscalls, timeline
 
 SKIP_MANIFEST = ('started', 'argv', 'executable', 'hostname')
 
@@ -100,28 +102,44 @@ def merge(results):
             or None, 'parts': [r['manifest'] for r in results]}
 
 
-def _merge_phase(name, parts):
+def _merge_counts(parts):
+    """Counts, rates and latencies of one phase (or one op of a mix) over the parts."""
     hist = stats.new_histogram()
     for p in parts:
         hist.add(stats.decode_histogram(p['histogram']))
-    total = {}
+    res = {}
     for k in ('attempted', 'ok', 'failed', 'timed_out', 'misses'):
-        total[k] = sum(p[k] for p in parts)
-    errors = stats.merge_counts(p['errors'] for p in parts)
+        res[k] = sum(p[k] for p in parts)
     sum_us = sum((p['latency_us'].get('mean') or 0) * p['ok'] for p in parts)
-    counts = stats.merge_counts((p['syscalls'].get('counts') or {}) for p in parts)
-    seconds = max(p['seconds'] for p in parts)
-    block = syscalls.per_op(counts, total['attempted']) if counts else None
-    res = dict(total, name=name, errors=errors, seconds=seconds,
-               # shards run side by side: their rates add up
+    res.update(errors=stats.merge_counts(p['errors'] for p in parts),
+               seconds=max(p['seconds'] for p in parts),
+               # parts run side by side: their rates add up
                ops_per_sec=round(sum(p['ops_per_sec'] or 0 for p in parts), 1),
                ok_per_sec=round(sum(p.get('ok_per_sec') or 0 for p in parts), 1),
                latency_us=stats.latency_summary(hist, sum_us),
                histogram=_text(hist.encode()),
-               error_samples=dict((k, v) for p in parts for k, v in p['error_samples'].items()),
+               error_samples=dict((k, v) for p in parts for k, v in p['error_samples'].items()))
+    return res
+
+
+def _merge_phase(name, parts):
+    total = _merge_counts(parts)
+    counts = stats.merge_counts((p['syscalls'].get('counts') or {}) for p in parts)
+    block = syscalls.per_op(counts, total['attempted']) if counts else None
+    res = dict(total, name=name,
                syscalls=dict(block or {}, source=parts[0]['syscalls'].get('source'),
                              counts=counts) if block else parts[0]['syscalls'],
                batching=_weighted_batching(parts))
+    if any('ops' in p for p in parts):
+        names = sorted(set(k for p in parts for k in p.get('ops', {})))
+        res['ops'] = dict((k, _merge_counts([p['ops'][k] for p in parts if k in p.get('ops', {})]))
+                          for k in names)
+    if all(p.get('timeline') for p in parts):
+        res['timeline'] = timeline.merge_concurrent([p['timeline'] for p in parts])
+    # One server seen by every part: any part's samples are the server's.
+    metrics = [p['server_metrics'] for p in parts if p.get('server_metrics')]
+    if metrics:
+        res['server_metrics'] = metrics[0]
     return res
 
 
@@ -153,10 +171,20 @@ def main(command, argv):
         ap.add_argument('files', nargs='+')
         args = ap.parse_args(argv)
         return compare(args.files)
+    from gloaddriver import html_report
+    if command == 'html':
+        ap = argparse.ArgumentParser(prog='gloaddriver html',
+                                     description='an HTML report from a result file')
+        ap.add_argument('result')
+        ap.add_argument('out', help='the HTML file to write')
+        args = ap.parse_args(argv)
+        html_report.write(load(args.result), args.out)
+        return 0
     ap = argparse.ArgumentParser(prog='gloaddriver merge',
                                  description='merge the results of shards that ran together')
     ap.add_argument('files', nargs='+')
     ap.add_argument('--json', default=None, help='write the merged result here')
+    ap.add_argument('--html', default=None, help='write an HTML report of the merged result here')
     args = ap.parse_args(argv)
     merged = merge([load(p) for p in args.files])
     from gloaddriver import report
@@ -164,4 +192,6 @@ def main(command, argv):
         print(line)
     if args.json:
         report.write_json(merged, args.json)
+    if args.html:
+        html_report.write(merged, args.html)
     return 0

@@ -19,6 +19,7 @@ from gloaddriver import keys as keygen
 from gloaddriver import stats
 from gloaddriver import syscalls
 from gloaddriver.compat import clock, spawn_named
+from gloaddriver.timeline import Timeline
 
 UNLIMITED = sys.maxsize
 
@@ -253,6 +254,7 @@ class Run(object):
         io0 = self.backend.io_counts()
         cpu0 = _cpu()
         t0 = clock()
+        timeline = Timeline(ops, self.counter, t0, sys0)
         if self.profiler is not None:
             self.profiler.start(spec.name)
         schedule = None
@@ -285,7 +287,7 @@ class Run(object):
                 workers.append(spawn_named('worker-%d' % w, _run_mix, budget, table, cumulative,
                                            rng.random))
         timer = gevent.spawn_later(cfg.duration, budget.stop, 'duration') if cfg.duration else None
-        ticker = spawn_named('ticker', self._tick, spec.name, ops, budget, t0, intervals)
+        ticker = spawn_named('ticker', self._tick, spec.name, ops, budget, timeline, intervals)
         gevent.joinall(workers)
         if self.profiler is not None:
             self.profiler.stop()
@@ -297,14 +299,15 @@ class Run(object):
         ticker.kill()
         if timer is not None:
             timer.kill()
+        rows = timeline.finish(t1, sys1)   # drains the last latencies
         for st in ops:
-            st.drain()
             st.check()
         if budget.reason not in (None, 'duration'):
             self.aborted = budget.reason
         cpu = cpu1 - cpu0
         result = self._phase_result(spec, ops, t1 - t0, self.counter.delta(sys0, sys1),
                                     _delta(io0, io1), cpu)
+        result['timeline'] = rows
         if sys0 is not None:
             result['syscalls']['self_reads'] = self.counter.self_reads(sys0, sys1)
         if self.server_metrics is not None:
@@ -323,26 +326,20 @@ class Run(object):
 
     # -- the ticker: progress lines and the outage watchdog ----------------------
 
-    def _tick(self, name, ops, budget, t0, intervals):
+    def _tick(self, name, ops, budget, timeline, intervals):
         cfg = self.config
-        period = cfg.progress if cfg.progress > 0 else 0.5
-        prev_t, prev_att, prev_bad = t0, 0, 0
-        prev_sys = self.counter.snapshot()
+        period = cfg.interval
+        t0 = prev_t = clock()
         metrics = self.server_metrics
         prev_server = metrics.sample(cpu=False) if metrics else None
         last_ok = t0
         while True:
             gevent.sleep(period)
             now = clock()
-            merged = stats.new_histogram()
-            for st in ops:
-                merged.add(st.drain())
-            att = sum(st.attempted for st in ops)
-            bad = sum(st.failed_total + st.timed_out for st in ops)
-            ok_n = merged.get_total_count()
-            if ok_n:
+            row, _hist = timeline.close_interval(now, self.counter.snapshot())
+            if row['ok']:
                 last_ok = now
-            elif bad > prev_bad and now - last_ok > cfg.outage_limit:
+            elif row['errors'] and now - last_ok > cfg.outage_limit:
                 budget.stop('no successful op for %.0f s (last error: %s); aborting the run'
                             % (now - last_ok, _last_sample(ops)))
             server_line = ''
@@ -352,22 +349,19 @@ class Run(object):
                 d = metrics.delta(prev_server, cur, now - prev_t)
                 prev_server = cur
                 if d is not None:
-                    intervals.append(dict(d, t=round(now - t0, 3),
-                                          client_ops_per_sec=round((att - prev_att) / (now - prev_t), 1)))
+                    intervals.append(dict(d, t=row['t'], client_ops_per_sec=round(
+                        row['attempted'] / row['seconds'], 1) if row['seconds'] > 0 else None))
                     server_line = describe(d)
             if cfg.progress > 0:
-                snap = self.counter.snapshot()
-                d = self.counter.delta(prev_sys, snap)
-                prev_sys = snap
-                n = att - prev_att
-                sys_op = ('%.2f' % (d[syscalls.TOTAL] / n)) if (d and n) else '-'
-                p99 = merged.get_value_at_percentile(99) if ok_n else 0
+                n = row['attempted']
+                sys_op = ('%.2f' % (row['syscalls'] / n)) if (row['syscalls'] is not None and n) else '-'
+                p99 = row['latency_us']['p99'] or 0
                 self.progress_out.write(
                     '%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s%s\n'
-                    % (now - t0, name, '{:,}'.format(int(n / (now - prev_t))),
-                       '{:,}'.format(p99), bad - prev_bad, sys_op, server_line))
+                    % (row['t'], name, '{:,}'.format(int(n / row['seconds'])) if row['seconds'] > 0
+                       else '-', '{:,}'.format(p99), row['errors'], sys_op, server_line))
                 self.progress_out.flush()
-            prev_t, prev_att, prev_bad = now, att, bad
+            prev_t = now
 
     # -- results --------------------------------------------------------------------
 

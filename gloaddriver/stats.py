@@ -54,7 +54,7 @@ class OpStats(object):
 
     __slots__ = ('name', 'attempted', 'timed_out', 'misses', 'failed', 'samples',
                  'lat', 'hist', 'interval', 'sum_us', 'checksum',
-                 'lat_co', 'hist_co', 'sum_co', 'late', 'dropped')
+                 'lat_co', 'hist_co', 'interval_co', 'sum_co', 'late', 'dropped')
 
     def __init__(self, name):
         self.name = name
@@ -72,6 +72,7 @@ class OpStats(object):
         # (a histogram of this range is ~360 KB).
         self.lat_co = None
         self.hist_co = None
+        self.interval_co = None
         self.sum_co = 0
         self.late = 0
         self.dropped = 0
@@ -79,6 +80,7 @@ class OpStats(object):
     def open_loop(self):
         self.lat_co = defaultdict(int)
         self.hist_co = new_histogram()
+        self.interval_co = new_histogram()
 
     def error(self, exc):
         """Count one failed op; a timeout is its own outcome, not a failure."""
@@ -95,7 +97,11 @@ class OpStats(object):
             self.samples[kind] = str(exc)[:300]
 
     def drain(self):
-        """Fold the raw latencies into the phase histogram; return the interval's."""
+        """Fold the raw latencies into the phase histogram; return the interval's.
+
+        Under --rate the interval's latencies from the intended start are left
+        in ``interval_co``.
+        """
         lat, self.lat = self.lat, defaultdict(int)
         interval = self.interval
         interval.reset()
@@ -109,11 +115,13 @@ class OpStats(object):
         self.hist.add(interval)
         if self.lat_co is not None:
             lat_co, self.lat_co = self.lat_co, defaultdict(int)
-            record = self.hist_co.record_value
+            self.interval_co.reset()
+            record = self.interval_co.record_value
             for value, count in lat_co.items():
                 value = 1 if value < 1 else (HIGHEST_US if value > HIGHEST_US else value)
                 record(value, count)
                 self.sum_co += value * count
+            self.hist_co.add(self.interval_co)
         return interval
 
     @property

@@ -83,3 +83,8 @@ def assert_accounted(result):
             assert sum(p['errors'].values()) == p['failed'] + p['timed_out'], p
         if 'ops' in phase:
             assert sum(o['attempted'] for o in phase['ops'].values()) == phase['attempted']
+        rows = phase.get('timeline')
+        if rows is not None:   # the rows over time add up to the phase
+            assert sum(r['attempted'] for r in rows) == phase['attempted']
+            assert sum(r['ok'] for r in rows) == phase['ok']
+            assert sum(r['errors'] for r in rows) == phase['failed'] + phase['timed_out']

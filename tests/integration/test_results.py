@@ -74,11 +74,16 @@ def test_bad_shard_flag():
     assert rc == 2 and 'I/N' in err
 
 
-def test_processes_run_together_and_merge_exactly():
+def test_processes_run_together_and_merge_exactly(tmpdir):
+    html = str(tmpdir.join('merged.html'))
     rc, out, err, res = run_cli(['--spawn', '--processes', '2', '--greenlets', '20',
-                                 '--ops', '3000', '--phases', 'insert,select'])
+                                 '--ops', '3000', '--phases', 'insert,select',
+                                 '--html', html])
     assert rc == 0, err
-    assert_accounted(res)
+    assert_accounted(res)   # the merged timeline adds up too
+    with open(html) as f:
+        page = f.read()
+    assert page.count('data-chart="throughput"') == 2 and 'merged from 2 parts' in page
     assert res['manifest']['processes'] == 2 and len(res['processes']) == 2
     assert sorted(p['manifest']['shard'] for p in res['processes']) == ['0/2', '1/2']
     for name in ('insert', 'select'):

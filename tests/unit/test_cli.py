@@ -47,6 +47,10 @@ def test_bad_values_exit_2(argv, capsys):
     (['--connector', 'sync', '--connections', '2'], 'buffered'),
     (['--greenlets', '2', '--connections', '3'], 'exceeds'),
     (['--ops', '0'], '--duration'),
+    (['--json', '/nonexistent-dir/r.json'], 'does not exist'),
+    (['--html', '/'], 'is a directory'),
+    (['--interval', '0.5'], '--progress 0'),
+    (['--progress', '0', '--interval', '0'], 'above 0'),
 ])
 def test_impossible_combinations_are_config_errors(argv, words):
     with pytest.raises(errors.ConfigError) as e:
@@ -57,3 +61,9 @@ def test_impossible_combinations_are_config_errors(argv, words):
 def test_main_returns_2_on_config_error(capsys):
     assert cli.main(['--ops', '0']) == 2
     assert 'Traceback' not in capsys.readouterr().err
+
+
+def test_interval_follows_progress_unless_progress_is_off():
+    assert cli.parse(['--progress', '0.2'], environ={}).interval == 0.2
+    assert cli.parse(['--progress', '0'], environ={}).interval == 1.0
+    assert cli.parse(['--progress', '0', '--interval', '0.05'], environ={}).interval == 0.05

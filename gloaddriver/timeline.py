@@ -1,0 +1,146 @@
+"""A phase over time: one row per progress interval, as the client saw it.
+
+A row holds counts, not rates: ``t`` (seconds from the phase start to the
+row's end), ``seconds`` (its length), ``attempted``, ``ok``, ``errors``
+(failed + timed out), ``syscalls`` (total, or None without counters),
+``latency_us`` (percentiles of the interval's successful ops; with --rate from
+the intended start, ``service_time_us`` beside it) and ``histogram``, the
+interval's latencies encoded so that rows of processes and shards that ran
+together add up exactly. ``ops_per_sec`` is derived.
+
+The rows of a phase add up to it: the last row closes at the phase's end, so
+sum(attempted) and sum(ok) equal the phase's attempted and ok.
+
+A long run does not grow its JSON without bound: past MAX_ROWS rows, each
+pair of neighbours becomes one row twice as long, and later ticks fill rows
+of that span (the resolution halves; nothing is dropped).
+"""
+from __future__ import absolute_import, division, print_function
+
+import gevent
+
+from gloaddriver import stats, syscalls
+
+MAX_ROWS = 600
+_COUNTS = ('attempted', 'ok', 'errors')
+
+
+class Timeline(object):
+    def __init__(self, ops, counter, t0, sys0):
+        self.rows = []
+        self._ops = ops
+        self._counter = counter
+        self._span = 1        # ticks per row, doubled at each compaction
+        self._filled = 0      # ticks in the last row so far
+        self._start = t0
+        self._prev = (t0, 0, 0, 0, sys0)
+
+    def close_interval(self, now, snapshot):
+        """Drain the ops into a new interval ending at ``now``; returns (row, histogram).
+
+        ``snapshot`` is a syscall counter snapshot taken at ``now`` (or None).
+        """
+        t_prev, att_prev, ok_prev, bad_prev, sys_prev = self._prev
+        hist = stats.new_histogram()
+        service = None
+        for st in self._ops:
+            hist.add(st.drain())
+        if self._ops[0].interval_co is not None:
+            service, hist = hist, stats.new_histogram()
+            for st in self._ops:
+                hist.add(st.interval_co)
+        att = sum(st.attempted for st in self._ops)
+        bad = sum(st.failed_total + st.timed_out for st in self._ops)
+        n_ok = (service or hist).get_total_count()
+        d = self._counter.delta(sys_prev, snapshot) if snapshot is not None else None
+        row = {'t': round(now - self._start, 3), 'seconds': round(now - t_prev, 4),
+               'attempted': att - att_prev, 'ok': n_ok, 'errors': bad - bad_prev,
+               'syscalls': d[syscalls.TOTAL] if d else None}
+        _set_latency(row, hist, service)
+        self._prev = (now, att, ok_prev + n_ok, bad, snapshot)
+        self._append(row)
+        return row, hist
+
+    def _append(self, row):
+        if self.rows and self._filled < self._span:
+            self.rows[-1] = combine_consecutive(self.rows[-1], row)
+            self._filled += 1
+        else:
+            self.rows.append(row)
+            self._filled = 1
+        if len(self.rows) >= MAX_ROWS and self._filled >= self._span:
+            rows = []
+            for i in range(0, len(self.rows), 2):
+                rows.append(combine_consecutive(*self.rows[i:i + 2]))
+                # ~1 ms each: let the workers run between them
+                gevent.sleep(0)
+            self.rows = rows
+            self._span *= 2
+            self._filled = self._span
+
+    def finish(self, now, snapshot):
+        """The last, partial interval; returns the rows."""
+        row, _hist = self.close_interval(now, snapshot)
+        if not (row['attempted'] or row['ok'] or row['errors']) and len(self.rows) > 1:
+            self.rows.pop()   # an empty sliver after the last tick
+        return [with_rate(r) for r in self.rows]
+
+
+def with_rate(row):
+    out = dict(row)
+    out['ops_per_sec'] = round(row['attempted'] / row['seconds'], 1) if row['seconds'] > 0 else None
+    return out
+
+
+def _set_latency(row, hist, service=None):
+    row['latency_us'] = _summary(hist)
+    row['histogram'] = _text(hist.encode()) if hist.get_total_count() else None
+    if service is not None:
+        row['service_time_us'] = _summary(service)
+        row['service_histogram'] = _text(service.encode()) if service.get_total_count() else None
+
+
+def _summary(hist):
+    out = stats.latency_summary(hist, 0)
+    out.pop('mean')   # a row keeps no exact sum; its mean would be the histogram's guess
+    return out
+
+
+def _add(encoded):
+    hist = stats.new_histogram()
+    for e in encoded:
+        if e:
+            hist.add(stats.decode_histogram(e))
+    return hist
+
+
+def _combine(rows, t, seconds):
+    out = {'t': t, 'seconds': seconds}
+    for k in _COUNTS:
+        out[k] = sum(r[k] for r in rows)
+    sc = [r.get('syscalls') for r in rows]
+    out['syscalls'] = sum(sc) if all(v is not None for v in sc) else None
+    service = None
+    if any('service_histogram' in r for r in rows):
+        service = _add(r.get('service_histogram') for r in rows)
+    _set_latency(out, _add(r.get('histogram') for r in rows), service)
+    return out
+
+
+def combine_consecutive(a, b):
+    """One row for two neighbouring intervals of one run."""
+    return _combine([a, b], b['t'], round(a['seconds'] + b['seconds'], 4))
+
+
+def merge_concurrent(timelines):
+    """Rows of runs that went side by side (processes, shards), matched by position."""
+    out = []
+    for i in range(max(len(t) for t in timelines) if timelines else 0):
+        rows = [t[i] for t in timelines if i < len(t)]
+        out.append(with_rate(_combine(rows, max(r['t'] for r in rows),
+                                      max(r['seconds'] for r in rows))))
+    return out
+
+
+def _text(value):
+    return value.decode('ascii') if isinstance(value, bytes) else value

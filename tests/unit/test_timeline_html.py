@@ -1,0 +1,135 @@
+"""The timeline (rows add up, compaction, merging) and the HTML page, without a server."""
+from __future__ import absolute_import, division, print_function
+
+import random
+
+from gloaddriver import html_report, stats, svg, timeline
+from gloaddriver.timeline import Timeline
+
+
+class _NoCounters(object):
+    def delta(self, a, b):
+        return None
+
+
+class _Counter(object):
+    """Stands in for SyscallCounter: a total that grows by what the test says."""
+
+    def delta(self, a, b):
+        return {'total': b - a}
+
+
+def _tick_run(ticks, seed, counter=None):
+    """Feed a timeline ``ticks`` intervals of random ops; return (rows, ops)."""
+    rng = random.Random(seed)
+    ops = [stats.OpStats('select'), stats.OpStats('update')]
+    tl = Timeline(ops, counter or _NoCounters(), 100.0, 0)
+    now, sys_total = 100.0, 0
+    for _i in range(ticks):
+        for st in ops:
+            n = rng.randint(0, 50)
+            st.attempted += n
+            bad = rng.randint(0, min(2, n))
+            st.timed_out += bad
+            for _k in range(n - bad):
+                st.lat[int(rng.lognormvariate(6, 1))] += 1
+        sys_total += rng.randint(0, 30)
+        now += 0.5
+        tl.close_interval(now, sys_total)
+    now += 0.2
+    st = ops[0]
+    st.attempted += 1
+    st.lat[77] += 1
+    rows = tl.finish(now, sys_total + 3)
+    return rows, ops
+
+
+def test_rows_add_up_to_the_phase():
+    rows, ops = _tick_run(20, 1, _Counter())
+    assert len(rows) == 21
+    assert sum(r['attempted'] for r in rows) == sum(st.attempted for st in ops)
+    assert sum(r['ok'] for r in rows) == sum(st.ok for st in ops)
+    assert sum(r['errors'] for r in rows) == sum(st.timed_out for st in ops)
+    assert abs(sum(r['seconds'] for r in rows) - 10.2) < 1e-6
+    assert rows[-1]['t'] == 10.2 and rows[-1]['attempted'] == 1
+    assert rows[-1]['latency_us']['max'] == 77
+    for r in rows:
+        assert r['ops_per_sec'] == round(r['attempted'] / r['seconds'], 1)
+        if r['ok']:
+            assert stats.decode_histogram(r['histogram']).get_total_count() == r['ok']
+
+
+def test_a_long_run_halves_its_resolution_and_loses_nothing(monkeypatch):
+    monkeypatch.setattr(timeline, 'MAX_ROWS', 8)
+    rows, ops = _tick_run(37, 2, _Counter())
+    assert len(rows) <= 8
+    assert sum(r['attempted'] for r in rows) == sum(st.attempted for st in ops)
+    assert sum(r['ok'] for r in rows) == sum(st.ok for st in ops)
+    assert abs(sum(r['seconds'] for r in rows) - (37 * 0.5 + 0.2)) < 1e-6
+    # the rows' histograms add up to the phase's, value for value
+    total = stats.new_histogram()
+    for r in rows:
+        if r['histogram']:
+            total.add(stats.decode_histogram(r['histogram']))
+    phase = stats.new_histogram()
+    for st in ops:
+        phase.add(st.hist)
+    assert total.get_total_count() == phase.get_total_count()
+    for pct in (50, 99, 99.9, 100):
+        assert total.get_value_at_percentile(pct) == phase.get_value_at_percentile(pct)
+    # 37 ticks in at most 8 rows: 8 ticks a row, all equal but the last
+    spans = [r['seconds'] for r in rows[:-1]]
+    assert max(spans) - min(spans) < 1e-6 and spans[0] == 8 * 0.5
+
+
+def test_concurrent_timelines_add_row_by_row():
+    a, _ = _tick_run(5, 3, _Counter())
+    b, _ = _tick_run(4, 4, _Counter())
+    m = timeline.merge_concurrent([a, b])
+    assert len(m) == 6
+    assert len(a) == 6 and len(b) == 5
+    assert [r['attempted'] for r in m] == [x['attempted'] + y['attempted']
+                                           for x, y in zip(a, b)] + [a[5]['attempted']]
+    assert m[0]['syscalls'] == a[0]['syscalls'] + b[0]['syscalls']
+    assert m[0]['ops_per_sec'] == round(m[0]['attempted'] / 0.5, 1)
+
+
+def test_ticks_cover_the_range():
+    for lo, hi in ((0, 1), (0, 7.3), (0.24, 0.34), (0, 123456), (5, 5)):
+        t = svg.nice_ticks(lo, hi)
+        assert t[0] <= lo and t[-1] >= hi and len(t) <= 12
+    assert svg.log_ticks(150, 90000) == [100.0, 1000.0, 10000.0, 100000.0]
+    assert svg.number(1234567) == '1.23M' and svg.number(0.25) == '0.25'
+
+
+def _result():
+    rows, ops = _tick_run(6, 5, _Counter())
+    phase = {'name': 'mix', 'attempted': 10, 'ok': 9, 'failed': 1, 'timed_out': 0,
+             'errors': {'server:ER_NO_SUCH_SPACE': 1},
+             'error_samples': {'server:ER_NO_SUCH_SPACE': 'Space <script>x</script> missing'},
+             'misses': 0, 'seconds': 3.2, 'ops_per_sec': 3.1, 'ok_per_sec': 2.8,
+             'latency_us': {'p50': 1, 'p90': 2, 'p99': 3, 'p999': 4, 'max': 5, 'mean': 1.0},
+             'cpu_us_per_op': 1.0, 'batching': {},
+             'syscalls': {'per_op': 1.5, 'network_per_op': 1.0, 'source': 'perf_event',
+                          'by_name': {'sendto': 0.5, 'recvfrom': 1.0}},
+             'timeline': rows, 'ops': {}}
+    for st in ops:
+        phase['ops'][st.name] = {'histogram': st.hist.encode().decode('ascii')}
+    return {'manifest': {'gloaddriver': '0', 'backend': 'tarantool', 'connector_detail': 'x',
+                         'interpreter': 'CPython', 'dependencies': {}, 'msgpack_c_extension': True,
+                         'server': {'address': 'a', 'version': '2'}, 'argv': ['--x'],
+                         'syscall_source': 'perf_event'},
+            'phases': [phase], 'aborted': None}
+
+
+def test_page_has_its_charts_and_escapes_what_it_shows():
+    result = _result()
+    for sub in result['phases'][0]['ops'].values():
+        sub.update(dict((k, result['phases'][0][k]) for k in (
+            'attempted', 'ok', 'failed', 'timed_out', 'ops_per_sec', 'latency_us')))
+    page = html_report.render(result)
+    for kind in ('throughput', 'latency', 'distribution', 'syscalls', 'syscalls-over-time'):
+        assert 'data-chart="%s"' % kind in page
+    assert page.count('class="series" data-label="select"') >= 1
+    assert '<script' not in page and '&lt;script&gt;' in page
+    assert "default-src 'none'" in page
