@@ -204,9 +204,10 @@ def build_parser(cls=None):
     g.add_argument('--dsn', default=None,
                    help='libpq connection string or URI (ignored with --spawn); its password '
                         'is never printed')
-    g.add_argument('--workload', choices=['kv', 'relational', 'bulk'], default='kv',
+    g.add_argument('--workload', choices=['kv', 'relational', 'bulk', 'toolbench'], default='kv',
                    help='kv: the Tarantool ops on a (id bigint, value text) table; relational: '
-                        'seed scenario 2 (create/read families); bulk: seed scenario 3')
+                        'seed scenario 2 (create/read families); bulk: seed scenario 3; '
+                        'toolbench: seed scenario 4 (pg_type, series, bytea, arrays reads)')
     g.add_argument('--table', default='gloaddriver', help='kv table')
     g.add_argument('--init', action='store_true',
                    help='create the workload\'s tables if they are missing')
@@ -279,6 +280,12 @@ def parse(argv=None, environ=None):
                 raise ValueError('--workload relational is one mix phase; use --mix create=W,read=W')
             phases = workload.parse_mix(args.mix or workload.RELATIONAL_MIX,
                                         workload.RELATIONAL_OPS)
+        elif args.workload == 'toolbench':
+            if args.load:
+                raise ValueError('--load does not apply to --workload toolbench (read-only)')
+            ops = workload.TOOLBENCH_OPS
+            phases = (workload.parse_mix(args.mix, ops) if args.mix else
+                      workload.parse_phases(args.phases or ','.join(ops), ops))
         else:
             phases = (workload.parse_mix(args.mix) if args.mix else
                       workload.parse_phases(args.phases or ','.join(workload.DEFAULT_PHASES)))

@@ -1,4 +1,4 @@
-"""Key generators: sequential, uniform, zipfian; seeded and reproducible.
+"""Key generators: sequential, uniform, zipfian, latest; seeded and reproducible.
 
 A generator is a zero-argument callable returning the next integer key in
 ``[0, n)`` (offset by ``start``). Sequential is shared by all workers of a
@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 import hashlib
 import random
 
-DISTRIBUTIONS = ('sequential', 'uniform', 'zipfian')
+DISTRIBUTIONS = ('sequential', 'uniform', 'zipfian', 'latest')
 
 ZIPF_THETA = 0.99   # YCSB's default skew
 _zeta_cache = {}
@@ -24,6 +24,7 @@ def sequential(n, start=0):
         i = state[0]
         state[0] = i + 1
         return start + i % n
+    next_key.start, next_key.issued = start, state   # read by latest()
     return next_key
 
 
@@ -67,6 +68,25 @@ def zipfian(n, rng, start=0, theta=ZIPF_THETA):
     return next_key
 
 
+def latest(n, rng, start=0, inserts=None):
+    """YCSB's "latest": zipfian counted back from the newest key, so recent inserts
+    are the hottest. The keys are the loaded ``[start, start+n)`` followed by what
+    ``inserts`` (the phase's insert generator, if any) has handed out so far; a
+    read may reach a key whose insert is still in flight (a miss, counted).
+    """
+    back = zipfian(n, rng, 0)
+
+    def next_key():
+        d = back()
+        if inserts is not None:
+            count = inserts.issued[0]
+            if d < count:
+                return inserts.start + count - 1 - d
+            d -= count
+        return start + n - 1 - d
+    return next_key
+
+
 def make_rng(seed, *parts):
     """A Random seeded identically on 2.7 and 3.x from the seed and a path."""
     # String seeds hash differently on 2.7 and 3.x; an integer seed does not.
@@ -74,8 +94,9 @@ def make_rng(seed, *parts):
     return random.Random(int(hashlib.sha1(path.encode('utf-8')).hexdigest()[:16], 16))
 
 
-def generator(distribution, n, seed, phase, worker, start=0, shared=None):
-    """The key generator for one worker; ``shared`` holds the phase's sequential one."""
+def generator(distribution, n, seed, phase, worker, start=0, shared=None, inserts=None):
+    """The key generator for one worker; ``shared`` holds the phase's sequential one,
+    ``inserts`` its insert generator (for latest)."""
     if distribution == 'sequential':
         return shared if shared is not None else sequential(n, start)
     rng = make_rng(seed, phase, worker)
@@ -83,4 +104,6 @@ def generator(distribution, n, seed, phase, worker, start=0, shared=None):
         return uniform(n, rng, start)
     if distribution == 'zipfian':
         return zipfian(n, rng, start)
+    if distribution == 'latest':
+        return latest(n, rng, start, inserts)
     raise ValueError('unknown distribution %r' % (distribution,))

@@ -206,21 +206,22 @@ class Run(object):
     def _key_source(self, spec, op, worker, shared):
         cfg = self.config
         lo, size = self._shard_range()
-        if op == 'insert':
+        inserts = 'insert' in dict(spec.weights)
+        if inserts and 'insert' not in shared:
             # Inserts always take fresh sequential keys: in a phase of their
             # own, this shard's keys from its first (the load); in a mix,
             # keys above the key space, a separate range per shard.
-            if 'insert' not in shared:
-                if len(spec.weights) > 1:
-                    start = cfg.keys + (cfg.shard[0] << 40 if cfg.shard else 0)
-                    shared['insert'] = keygen.sequential(UNLIMITED, start)
-                else:
-                    shared['insert'] = keygen.sequential(size, lo)
+            if len(spec.weights) > 1:
+                start = cfg.keys + (cfg.shard[0] << 40 if cfg.shard else 0)
+                shared['insert'] = keygen.sequential(UNLIMITED, start)
+            else:
+                shared['insert'] = keygen.sequential(size, lo)
+        if op == 'insert':
             return shared['insert']
         if cfg.distribution == 'sequential' and 'seq' not in shared:
             shared['seq'] = keygen.sequential(size, lo)
         return keygen.generator(cfg.distribution, size, cfg.seed, spec.name, worker, start=lo,
-                                shared=shared.get('seq'))
+                                shared=shared.get('seq'), inserts=shared.get('insert'))
 
     def _picker(self, spec, ops, fns, worker, shared):
         """pick() -> (stats, op, next_key) for the open loop: fixed, or weighted."""

@@ -10,10 +10,15 @@ from collections import namedtuple
 
 from gloaddriver.compat import text_type
 
-OPS = ('insert', 'select', 'update', 'delete')
-DEFAULT_PHASES = OPS
+# scan (YCSB E): the rows from a key on, 1 to MAX_SCAN of them; rmw (YCSB F):
+# read a row, then write it back changed (two round trips, one latency).
+OPS = ('insert', 'select', 'update', 'delete', 'scan', 'rmw')
+DEFAULT_PHASES = OPS[:4]
+MAX_SCAN = 100
 RELATIONAL_OPS = ('create', 'read')
 RELATIONAL_MIX = 'create=50,read=50'   # seed scenario 2
+# Seed scenario 4, asyncpg's toolbench queries: each is a phase of its own.
+TOOLBENCH_OPS = ('pg_type', 'series', 'bytea', 'arrays')
 
 # A phase: a name, and (op, weight) pairs; one pair = a single-op phase.
 Phase = namedtuple('Phase', 'name weights')
@@ -25,13 +30,19 @@ def values(size):
     return [chars[i % 100] * size for i in range(100)]
 
 
-def parse_phases(text):
+def scan_length(key):
+    """1..MAX_SCAN rows, spread evenly over keys (a multiplicative hash of the key, so
+    the same key scans the same rows on every run and both interpreters)."""
+    return 1 + ((key * 2654435761) >> 11) % MAX_SCAN
+
+
+def parse_phases(text, allowed=OPS):
     names = [p.strip() for p in text.split(',') if p.strip()]
     if not names:
-        raise ValueError('--phases needs at least one of %s' % ','.join(OPS))
+        raise ValueError('--phases needs at least one of %s' % ','.join(allowed))
     for n in names:
-        if n not in OPS:
-            raise ValueError('unknown op %r in --phases; use any of %s' % (n, ','.join(OPS)))
+        if n not in allowed:
+            raise ValueError('unknown op %r in --phases; use any of %s' % (n, ','.join(allowed)))
     return tuple(Phase(n, ((n, 1),)) for n in names)
 
 

@@ -33,6 +33,44 @@ def test_select_returns_exactly_what_insert_and_update_wrote(tarantool, space):
         conn.close()
 
 
+def _check_scan_and_rmw(ops, values):
+    for k in range(300):
+        ops['insert'](k)
+    for k in (0, 7, 250, 299):
+        rows = ops['scan'](k)
+        n = min(workload.scan_length(k), 300 - k)
+        assert [r[0] for r in rows] == list(range(k, k + n)), k
+    lengths = set(workload.scan_length(k) for k in range(300))
+    assert min(lengths) == 1 and max(lengths) == workload.MAX_SCAN
+    assert list(ops['rmw'](5)[0]) == [5, values[7]]
+    assert list(ops['select'](5)[0]) == [5, values[7]]
+    assert not ops['rmw'](100000) and not ops['select'](100000)
+
+
+def test_scan_and_read_modify_write(tarantool, space):
+    conn = connect(tarantool)
+    try:
+        values = workload.values(10)
+        _check_scan_and_rmw(make_ops(conn, conn.space_id(space), values), values)
+    finally:
+        conn.close()
+
+
+def test_scan_and_read_modify_write_on_the_sync_connector(tarantool):
+    import tarantool as tnt
+    from gloaddriver.backends.tarantool import sync
+    from tests.integration.conftest import create_space
+    name = create_space(tarantool)
+    conn = tnt.Connection(tarantool.host, tarantool.port, user=tarantool.user,
+                          password=tarantool.password)
+    try:
+        values = workload.values(10)
+        _check_scan_and_rmw(sync.make_ops(conn, conn.schema.get_space(name).sid, values),
+                            values)
+    finally:
+        conn.close()
+
+
 def test_binary_and_text_round_trip(tarantool):
     conn = connect(tarantool)
     try:

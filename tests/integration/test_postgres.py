@@ -80,6 +80,38 @@ def test_kv_phases_and_the_data_read_back(pg, prepared):
     assert pg.password not in out + err
 
 
+@pytest.mark.parametrize('prepared', [False, True])
+def test_kv_scan_and_read_modify_write(pg, prepared):
+    t = table_name()
+    args = ['--init', '--table', t, '--ops', '1000', '--keys', '1000', '--greenlets', '8',
+            '--load', '--mix', 'scan=1,rmw=1', '--distribution', 'latest', '--value-size', '20']
+    rc, out, err, res = run_pg(pg, args + (['--prepared'] if prepared else []))
+    assert rc == 0, err
+    assert_accounted(res)
+    mix = res['phases'][1]
+    assert mix['ok'] == 1000 and mix['misses'] == 0, mix
+    rmw = mix['ops']['rmw']['ok']
+    values = workload.values(20)
+    changed = query(pg, 'SELECT count(*) FROM %s WHERE value = %%s OR value = %%s' % t,
+                    (values[2], values[3]))[0][0]
+    assert 0 < changed <= rmw   # hot keys are rewritten more than once
+    if mix['syscalls']['source'] == 'perf_event':
+        # a scan is one round trip, an rmw two
+        per_op = mix['syscalls']['network_per_op']
+        assert 2 * 1.4 < per_op < 2 * 1.6 + 0.2, per_op
+
+
+def test_toolbench_queries_return_their_rows(pg):
+    rc, out, err, res = run_pg(pg, ['--init', '--workload', 'toolbench', '--ops', '200',
+                                    '--greenlets', '8'])
+    assert rc == 0, err
+    assert_accounted(res)
+    assert [p['name'] for p in res['phases']] == ['pg_type', 'series', 'bytea', 'arrays']
+    assert all(p['ok'] == 200 and p['misses'] == 0 for p in res['phases'])
+    assert query(pg, 'SELECT count(*), min(length(data)) FROM gloaddriver_tb_bytea') == [(100, 1024)]
+    assert query(pg, 'SELECT count(*), min(cardinality(a)) FROM gloaddriver_tb_arrays') == [(100, 100)]
+
+
 @pytest.mark.parametrize('callback', ['cached', 'psycogreen'])
 def test_wait_callbacks(pg, callback):
     t = table_name()

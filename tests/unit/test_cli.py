@@ -41,7 +41,7 @@ def test_bad_values_exit_2(argv, capsys):
 @pytest.mark.parametrize('argv,words', [
     (['--uri', 'nohost'], 'HOST:PORT'),
     (['--uri', 'h:99999'], 'HOST:PORT'),
-    (['--phases', 'insert,scan'], 'unknown op'),
+    (['--phases', 'insert,scann'], 'unknown op'),
     (['--mix', 'select'], 'op=weight'),
     (['--mix', 'select=50', '--phases', 'insert'], 'exclude'),
     (['--connector', 'sync', '--connections', '2'], 'buffered'),

@@ -62,3 +62,18 @@ def test_zipfian_is_skewed_toward_low_keys():
     assert all(0 <= k < 1000 for k in counts)
     assert counts[0] > counts[10] > counts[500]
     assert counts[0] > 20000 * 0.05
+
+
+def test_latest_favours_the_newest_keys():
+    rng = keys.make_rng(1, 'latest')
+    plain = keys.latest(1000, rng, start=5000)
+    c = Counter(plain() for _i in range(20000))
+    assert c.most_common(1)[0][0] == 5999 and min(c) >= 5000 and max(c) <= 5999
+    inserts = keys.sequential(10 ** 9, 100000)
+    with_inserts = keys.latest(1000, keys.make_rng(1, 'latest'), start=5000, inserts=inserts)
+    for _i in range(50):
+        inserts()
+    c = Counter(with_inserts() for _i in range(20000))
+    assert c.most_common(1)[0][0] == 100049   # the last insert handed out
+    assert max(c) <= 100049 and min(c) >= 5000
+    assert all(k <= 5999 or 100000 <= k for k in c)

@@ -1,4 +1,4 @@
-"""The PostgreSQL workloads that run through the runner: kv and relational.
+"""The PostgreSQL workloads that run through the runner: kv, relational, toolbench.
 
 kv mirrors the Tarantool workload op for op (same keys, same values) on a
 table ``(id bigint primary key, value text)``, so the two backends compare
@@ -6,6 +6,9 @@ directly. relational is seed scenario 2: 50 % "create" (one transaction: 3
 parents with 2, 1 and 2 children) and 50 % "read" (10 parents with their
 children), each a single statement: one round trip per op. Single statements
 run in autocommit: an explicit BEGIN/COMMIT would add two round trips.
+toolbench is seed scenario 4, the queries of asyncpg's driver benchmark: what
+it costs the client to decode rows (many small types, many ints, 1 KB bytea,
+int arrays), the server doing little.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -45,6 +48,27 @@ READ_FAMILIES = """
 SELECT p.id, p.name, c.id, c.name
 FROM (SELECT id, name FROM rel_parent WHERE id >= %s ORDER BY id LIMIT 10) AS p
 LEFT JOIN LATERAL (SELECT id, name FROM rel_child WHERE parent_id = p.id OFFSET 0) AS c ON true"""
+
+# Two tables of fixed content, filled once by --init.
+SCHEMA_TOOLBENCH = """
+CREATE TABLE IF NOT EXISTS gloaddriver_tb_bytea (id int PRIMARY KEY, data bytea NOT NULL);
+INSERT INTO gloaddriver_tb_bytea
+SELECT i, convert_to(repeat(chr(65 + i % 26), 1024), 'UTF8') FROM generate_series(1, 100) AS i
+ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS gloaddriver_tb_arrays (id int PRIMARY KEY, a int[] NOT NULL);
+INSERT INTO gloaddriver_tb_arrays
+SELECT i, array(SELECT i * 1000 + j FROM generate_series(1, 100) AS j)
+FROM generate_series(1, 100) AS i
+ON CONFLICT DO NOTHING"""
+TOOLBENCH_TABLES = ('gloaddriver_tb_bytea', 'gloaddriver_tb_arrays')
+TOOLBENCH_QUERIES = {
+    'pg_type': ("SELECT typname, typnamespace, typowner, typlen, typbyval, typcategory, "
+                "typispreferred, typisdefined, typdelim, typrelid, typelem, typarray "
+                "FROM pg_type WHERE typtypmod = %s AND typisdefined = %s", (-1, True)),
+    'series': ('SELECT i FROM generate_series(1, %s) AS i', (1000,)),
+    'bytea': ('SELECT data FROM gloaddriver_tb_bytea', None),
+    'arrays': ('SELECT a FROM gloaddriver_tb_arrays', None),
+}
 
 _IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,62}$')
 
@@ -218,21 +242,22 @@ class PostgresBackend(object):
     def _check_schema(self, item):
         c = self.config
         cur = item.cur
-        tables = [c.table] if c.workload == 'kv' else ['rel_parent', 'rel_child']
+        tables, schema = {
+            'kv': ([c.table], SCHEMA_KV.format(t=c.table)),
+            'relational': (['rel_parent', 'rel_child'], SCHEMA_RELATIONAL),
+            'toolbench': (TOOLBENCH_TABLES, SCHEMA_TOOLBENCH)}[c.workload]
         missing = []
         for t in tables:
             cur.execute('SELECT to_regclass(%s)', (t,))
             if cur.fetchone()[0] is None:
                 missing.append(t)
         if missing and c.init:
-            cur.execute(SCHEMA_KV.format(t=c.table) if c.workload == 'kv' else SCHEMA_RELATIONAL)
+            cur.execute(schema)
             missing = []
         if missing:
             raise errors.SchemaError(
                 'table %s missing in the database; rerun with --init to create it, or create '
-                'it yourself: %s' % (', '.join(missing), (SCHEMA_KV.format(t=c.table)
-                                                        if c.workload == 'kv'
-                                                        else ' '.join(SCHEMA_RELATIONAL.split()))))
+                'it yourself: %s' % (', '.join(missing), ' '.join(schema.split())))
         if c.workload == 'relational':
             cur.execute('SELECT coalesce(max(id), 0) FROM rel_parent')
             self.max_parent = cur.fetchone()[0]
@@ -248,6 +273,8 @@ class PostgresBackend(object):
         cur.execute('PREPARE gl_update (text, bigint) AS UPDATE %s SET value = $1 WHERE id = $2'
                     % t)
         cur.execute('PREPARE gl_delete (bigint) AS DELETE FROM %s WHERE id = $1' % t)
+        cur.execute('PREPARE gl_scan (bigint, int) AS SELECT id, value FROM %s WHERE id >= $1 '
+                    'ORDER BY id LIMIT $2' % t)
         item.prepared = True
 
     # -- ops --------------------------------------------------------------------
@@ -258,15 +285,21 @@ class PostgresBackend(object):
         self.deadlines.start()
         if c.workload == 'relational':
             return self._relational_ops(run)
+        if c.workload == 'toolbench':
+            return dict((name, _fetch_all(run, sql, params))
+                        for name, (sql, params) in TOOLBENCH_QUERIES.items())
         t = c.table
         if c.prepared:
             ins, sel = 'EXECUTE gl_insert (%s, %s)', 'EXECUTE gl_select (%s)'
             upd, dele = 'EXECUTE gl_update (%s, %s)', 'EXECUTE gl_delete (%s)'
+            scan = 'EXECUTE gl_scan (%s, %s)'
         else:
             ins = 'INSERT INTO %s (id, value) VALUES (%%s, %%s)' % t
             sel = 'SELECT value FROM %s WHERE id = %%s' % t
             upd = 'UPDATE %s SET value = %%s WHERE id = %%s' % t
             dele = 'DELETE FROM %s WHERE id = %%s' % t
+            scan = 'SELECT id, value FROM %s WHERE id >= %%s ORDER BY id LIMIT %%s' % t
+        scan_length = workload.scan_length
         values = self.values
         nv = len(values)
 
@@ -281,8 +314,17 @@ class PostgresBackend(object):
 
         def op_delete(key):
             return run(dele, (key,), 'count')
+
+        def op_scan(key):
+            return run(scan, (key, scan_length(key)), 'all')
+
+        def op_rmw(key):
+            # Two statements in autocommit, as YCSB's read-modify-write: not atomic.
+            if run(sel, (key,), 'one') is None:
+                return 0
+            return run(upd, (values[(key + 2) % nv], key), 'count')
         return {'insert': op_insert, 'select': op_select, 'update': op_update,
-                'delete': op_delete}
+                'delete': op_delete, 'scan': op_scan, 'rmw': op_rmw}
 
     def _relational_ops(self, run):
         def op_create(key):
@@ -317,6 +359,12 @@ class PostgresBackend(object):
         self.monitor.stop()
         self.deadlines.stop()
         self.pool.close()
+
+
+def _fetch_all(run, sql, params):
+    def op(_key):   # the same rows every time: the key does not matter
+        return run(sql, params, 'all')
+    return op
 
 
 def dsn_address(dsn):

@@ -26,7 +26,8 @@ def make_ops(conn, space_id, values, space_name=None):
     request = conn.request
     enc = conn.encoder
     enc_insert, enc_select, enc_update, enc_delete = enc.insert, enc.select, enc.update, enc.delete
-    limit, eq = P.MAX_SELECT, P.ITERATOR_EQ
+    limit, eq, ge = P.MAX_SELECT, P.ITERATOR_EQ, P.ITERATOR_GE
+    scan_length = workload.scan_length
     if space_name is not None:
         return _ops_by_name(conn, space_name, values)
 
@@ -42,7 +43,16 @@ def make_ops(conn, space_id, values, space_name=None):
 
     def op_delete(key):
         return request(enc_delete, space_id, 0, [key])
-    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete}
+
+    def op_scan(key):
+        return request(enc_select, space_id, 0, [key], scan_length(key), 0, ge)
+
+    def op_rmw(key):
+        if not request(enc_select, space_id, 0, [key], limit, 0, eq):
+            return None
+        return request(enc_update, space_id, 0, [key], [[u'=', 1, values[(key + 2) % nv]]])
+    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete,
+            'scan': op_scan, 'rmw': op_rmw}
 
 
 def _ops_by_name(conn, name, values):
@@ -66,7 +76,16 @@ def _ops_by_name(conn, name, values):
 
     def op_delete(key):
         return delete(name, [key])
-    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete}
+
+    def op_scan(key):
+        return select(name, [key], limit=workload.scan_length(key), iterator=P.ITERATOR_GE)
+
+    def op_rmw(key):
+        if not select(name, [key]):
+            return None
+        return update(name, [key], [[u'=', 1, values[(key + 2) % nv]]])
+    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete,
+            'scan': op_scan, 'rmw': op_rmw}
 
 
 class BufferedBackend(object):

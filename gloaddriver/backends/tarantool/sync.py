@@ -14,6 +14,7 @@ from tarantool import error as tnt_error
 
 from gloaddriver import errors, workload
 from gloaddriver.backends.tarantool.backend import _spawn_all
+from gloaddriver.backends.tarantool.protocol import ITERATOR_GE
 from gloaddriver.compat import PY2
 
 
@@ -59,7 +60,22 @@ def make_ops(conn, space_id, values):
             return delete(space_id, [key])
         except Exception as e:
             raise _translate(e)
-    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete}
+
+    def op_scan(key):
+        try:
+            return select(space_id, [key], limit=workload.scan_length(key), iterator=ITERATOR_GE)
+        except Exception as e:
+            raise _translate(e)
+
+    def op_rmw(key):
+        try:
+            if not select(space_id, [key]):
+                return None
+            return update(space_id, [key], [(u'=', 1, values[(key + 2) % nv])])
+        except Exception as e:
+            raise _translate(e)
+    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete,
+            'scan': op_scan, 'rmw': op_rmw}
 
 
 class SyncBackend(object):
