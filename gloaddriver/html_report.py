@@ -168,6 +168,11 @@ def _summary_table(result):
 
 def _phase_notes(p):
     out = []
+    rows = p.get('timeline')
+    if rows:
+        out.append(u'<p class="sub">%.1f s, timeline of %d row%s (a row per interval: '
+                   u'--progress or --interval sets it)</p>'
+                   % (p['seconds'], len(rows), u'' if len(rows) == 1 else u's'))
     if p.get('errors'):
         out.append(u'<p class="bad">errors: %s</p>' % esc(', '.join(
             '%s %d' % kv for kv in sorted(p['errors'].items()))))
