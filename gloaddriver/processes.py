@@ -23,7 +23,7 @@ START_ENV = 'GLOADDRIVER_START_BARRIER'
 READY = 'gloaddriver: ready to start'
 # Flags the parent handles itself, with whether they take a value.
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
-                 '--html': True, '--interval': True}
+                 '--html': True, '--interval': True, '--rate': True}
 
 
 def wait_for_start():
@@ -86,6 +86,8 @@ def run(config, argv, out=None):
             path = os.path.join(tmp, '%d.json' % i)
             args = base + ['--shard', '%d/%d' % (i, n), '--ops', str(_split(config.ops, n, i)),
                            '--json', path]
+            if config.rate:   # --rate is the whole run's: each process takes its share
+                args += ['--rate', repr(config.rate / n)]
             p = subprocess.Popen([sys.executable, '-m', 'gloaddriver'] + args, env=env,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE)

@@ -134,6 +134,8 @@ def _merge_phase(name, parts):
         names = sorted(set(k for p in parts for k in p.get('ops', {})))
         res['ops'] = dict((k, _merge_counts([p['ops'][k] for p in parts if k in p.get('ops', {})]))
                           for k in names)
+    if all(p.get('rate') for p in parts):
+        res.update(_merge_open_loop(parts, total['seconds']))
     if all(p.get('timeline') for p in parts):
         res['timeline'] = timeline.merge_concurrent([p['timeline'] for p in parts])
     # One server seen by every part: any part's samples are the server's.
@@ -141,6 +143,21 @@ def _merge_phase(name, parts):
     if metrics:
         res['server_metrics'] = metrics[0]
     return res
+
+
+def _merge_open_loop(parts, seconds):
+    """--rate parts: the schedules add up; service time merges like latency."""
+    service = stats.new_histogram()
+    for p in parts:
+        service.add(stats.decode_histogram(p['service_histogram']))
+    sum_us = sum((p['service_time_us'].get('mean') or 0) * p['ok'] for p in parts)
+    first = parts[0]['rate']
+    rate = dict(first, target=sum(p['rate']['target'] for p in parts),
+                achieved=round(sum(p['attempted'] for p in parts) / seconds, 1) if seconds else None)
+    for k in ('late', 'dropped', 'scheduled'):
+        rate[k] = sum(p['rate'][k] for p in parts)
+    return {'rate': rate, 'service_time_us': stats.latency_summary(service, sum_us),
+            'service_histogram': _text(service.encode())}
 
 
 def _weighted_batching(parts):

@@ -104,6 +104,22 @@ def test_processes_run_together_and_merge_exactly(tmpdir):
     assert '2 processes, merged' in out
 
 
+def test_processes_share_the_rate_and_merge_the_schedule():
+    rc, out, err, res = run_cli(['--spawn', '--processes', '2', '--greenlets', '10',
+                                 '--ops', '4000', '--phases', 'insert', '--rate', '4000'])
+    assert rc == 0, err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    parts = [r['phases'][0] for r in res['processes']]
+    assert [p['rate']['target'] for p in parts] == [2000.0, 2000.0]
+    assert phase['rate']['target'] == 4000.0
+    assert 3600 < phase['rate']['achieved'] < 4400, phase['rate']
+    assert phase['rate']['scheduled'] == sum(p['rate']['scheduled'] for p in parts)
+    assert phase['rate']['late'] == sum(p['rate']['late'] for p in parts)
+    service = stats.decode_histogram(phase['service_histogram'])
+    assert service.get_total_count() == phase['ok'] == 4000
+
+
 def test_processes_refuse_what_they_cannot_do():
     rc, out, err, res = run_cli(['--processes', '2', '--shard', '0/2', '--ops', '10'])
     assert rc == 2 and 'not supported' in err and 'Traceback' not in err
