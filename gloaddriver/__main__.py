@@ -15,7 +15,25 @@ import sys  # noqa: E402
 from gloaddriver.cli import main  # noqa: E402
 
 
+def _event_loop_or_exit():
+    """Make gevent's hub now: a loop gevent cannot build (GEVENT_LOOP naming one whose
+    parts are missing) is a setup problem, said in one line, not a traceback later."""
+    import os
+    import gevent
+    try:
+        gevent.get_hub()
+    except Exception as e:
+        sys.stderr.write('gloaddriver: gevent cannot create its event loop%s: %s: %s\n' % (
+            ' (GEVENT_LOOP=%s)' % os.environ['GEVENT_LOOP'] if os.environ.get('GEVENT_LOOP')
+            else '', e.__class__.__name__, e))
+        sys.stderr.flush()
+        # Not sys.exit: gevent's patched threading shutdown would ask for the hub again
+        # and print the same failure as a traceback. Nothing is open yet to clean up.
+        os._exit(3)
+
+
 def console_main():
+    _event_loop_or_exit()
     sys.exit(main())
 
 

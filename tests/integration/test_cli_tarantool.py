@@ -124,6 +124,12 @@ def test_bad_input_is_one_line_and_an_exit_code(tarantool, args, rc, words):
         assert w in err
 
 
+def test_an_event_loop_gevent_cannot_build_is_one_line():
+    rc, out, err, res = run_cli(['--ops', '10'], env={'GEVENT_LOOP': 'no-such-loop'})
+    assert rc == 3 and 'Traceback' not in err and len(err.strip().splitlines()) == 1, err
+    assert 'GEVENT_LOOP=no-such-loop' in err
+
+
 @pytest.mark.parametrize('connector', ['buffered', 'sync'])
 def test_wrong_password(tarantool, connector):
     rc, out, err, res = run_cli(['--ops', '10', '--connector', connector], tarantool,
