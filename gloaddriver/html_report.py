@@ -193,7 +193,7 @@ def _phase_notes(p):
 def render(result):
     """The page as text."""
     m = result['manifest']
-    head = [line for line in report.table(result)][0]
+    head = report.table(result)[0]
     parts = [u'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
              u'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
              u'style-src \'unsafe-inline\'; img-src data:">',

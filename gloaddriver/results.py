@@ -152,8 +152,9 @@ def _merge_open_loop(parts, seconds):
         service.add(stats.decode_histogram(p['service_histogram']))
     sum_us = sum((p['service_time_us'].get('mean') or 0) * p['ok'] for p in parts)
     first = parts[0]['rate']
+    attempted = sum(p['attempted'] for p in parts)
     rate = dict(first, target=sum(p['rate']['target'] for p in parts),
-                achieved=round(sum(p['attempted'] for p in parts) / seconds, 1) if seconds else None)
+                achieved=round(attempted / seconds, 1) if seconds else None)
     for k in ('late', 'dropped', 'scheduled'):
         rate[k] = sum(p['rate'][k] for p in parts)
     return {'rate': rate, 'service_time_us': stats.latency_summary(service, sum_us),

@@ -206,8 +206,7 @@ class Run(object):
     def _key_source(self, spec, op, worker, shared):
         cfg = self.config
         lo, size = self._shard_range()
-        inserts = 'insert' in dict(spec.weights)
-        if inserts and 'insert' not in shared:
+        if 'insert' in dict(spec.weights) and 'insert' not in shared:
             # Inserts always take fresh sequential keys: in a phase of their
             # own, this shard's keys from its first (the load); in a mix,
             # keys above the key space, a separate range per shard.
@@ -337,7 +336,7 @@ class Run(object):
         while True:
             gevent.sleep(period)
             now = clock()
-            row, _hist = timeline.close_interval(now, self.counter.snapshot())
+            row = timeline.close_interval(now, self.counter.snapshot())
             if row['ok']:
                 last_ok = now
             elif row['errors'] and now - last_ok > cfg.outage_limit:

@@ -68,6 +68,16 @@ class _Scale(object):
         return self.a + (v - self.lo) * (self.b - self.a) / (self.hi - self.lo)
 
 
+_EMPTY = u'<p class="empty">no data</p></figure>'
+
+
+def _head(kind, title, phase, count):
+    """The figure's opening tag (named by its data attributes) and caption."""
+    return (u'<figure class="chart" data-chart="%s"%s data-series="%d">'
+            u'<figcaption>%s</figcaption>' % (
+                esc(kind), u' data-phase="%s"' % esc(phase) if phase else u'', count, esc(title)))
+
+
 def _legend(series, styles, y):
     out, x = [], LEFT
     for i, (label, _pts) in enumerate(series):
@@ -90,11 +100,9 @@ def line_chart(kind, title, series, x_label, y_label, log_y=False, x_axis=None, 
     series = [(label, pts) for label, pts in series if any(y is not None for _x, y in pts)]
     xs = [x for _l, pts in series for x, y in pts if y is not None]
     ys = [y for _l, pts in series for _x, y in pts if y is not None]
-    head = u'<figure class="chart" data-chart="%s"%s data-series="%d">' % (
-        esc(kind), u' data-phase="%s"' % esc(phase) if phase else u'', len(series))
-    cap = u'<figcaption>%s</figcaption>' % esc(title)
+    head = _head(kind, title, phase, len(series))
     if not ys:
-        return head + cap + u'<p class="empty">no data</p></figure>'
+        return head + _EMPTY
     transform = x_axis[0] if x_axis else (lambda v: v)
     tx = [transform(x) for x in xs]
     xlo, xhi = min(tx), max(tx)
@@ -113,7 +121,7 @@ def line_chart(kind, title, series, x_label, y_label, log_y=False, x_axis=None, 
         yt = nice_ticks(0, max(ys) or 1)
     sx = _Scale(xlo, xhi, LEFT, WIDTH - RIGHT)
     sy = _Scale(yt[0], yt[-1], HEIGHT - BOTTOM, TOP, log=log_y)
-    out = [head, cap, u'<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img" '
+    out = [head, u'<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img" '
            u'aria-label="%s">' % (WIDTH, HEIGHT, WIDTH, HEIGHT, esc(title))]
     for v in yt:
         y = sy(v)
@@ -167,15 +175,13 @@ def _runs(pts, log_y):
 def bar_chart(kind, title, bars, unit, phase=None):
     """bars: [(label, value)] drawn as horizontal bars, largest first."""
     bars = sorted(((l, v) for l, v in bars if v), key=lambda b: -b[1])
-    head = u'<figure class="chart" data-chart="%s"%s data-series="%d">' % (
-        esc(kind), u' data-phase="%s"' % esc(phase) if phase else u'', len(bars))
-    cap = u'<figcaption>%s</figcaption>' % esc(title)
+    head = _head(kind, title, phase, len(bars))
     if not bars:
-        return head + cap + u'<p class="empty">no data</p></figure>'
+        return head + _EMPTY
     row, left = 20, 130
     height = TOP + row * len(bars) + 10
     top = max(v for _l, v in bars)
-    out = [head, cap, u'<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img" '
+    out = [head, u'<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img" '
            u'aria-label="%s">' % (WIDTH, height, WIDTH, height, esc(title))]
     for i, (label, v) in enumerate(bars):
         y = TOP + i * row

@@ -33,14 +33,14 @@ class Timeline(object):
         self._span = 1        # ticks per row, doubled at each compaction
         self._filled = 0      # ticks in the last row so far
         self._start = t0
-        self._prev = (t0, 0, 0, 0, sys0)
+        self._prev = (t0, 0, 0, sys0)   # time, attempted, errors, syscalls at the last row
 
     def close_interval(self, now, snapshot):
-        """Drain the ops into a new interval ending at ``now``; returns (row, histogram).
+        """Drain the ops into a new interval ending at ``now``; returns its row.
 
         ``snapshot`` is a syscall counter snapshot taken at ``now`` (or None).
         """
-        t_prev, att_prev, ok_prev, bad_prev, sys_prev = self._prev
+        t_prev, att_prev, bad_prev, sys_prev = self._prev
         hist = stats.new_histogram()
         service = None
         for st in self._ops:
@@ -57,9 +57,9 @@ class Timeline(object):
                'attempted': att - att_prev, 'ok': n_ok, 'errors': bad - bad_prev,
                'syscalls': d[syscalls.TOTAL] if d else None}
         _set_latency(row, hist, service)
-        self._prev = (now, att, ok_prev + n_ok, bad, snapshot)
+        self._prev = (now, att, bad, snapshot)
         self._append(row)
-        return row, hist
+        return row
 
     def _append(self, row):
         if self.rows and self._filled < self._span:
@@ -80,7 +80,7 @@ class Timeline(object):
 
     def finish(self, now, snapshot):
         """The last, partial interval; returns the rows."""
-        row, _hist = self.close_interval(now, snapshot)
+        row = self.close_interval(now, snapshot)
         if not (row['attempted'] or row['ok'] or row['errors']) and len(self.rows) > 1:
             self.rows.pop()   # an empty sliver after the last tick
         return [with_rate(r) for r in self.rows]

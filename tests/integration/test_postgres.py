@@ -108,8 +108,10 @@ def test_toolbench_queries_return_their_rows(pg):
     assert_accounted(res)
     assert [p['name'] for p in res['phases']] == ['pg_type', 'series', 'bytea', 'arrays']
     assert all(p['ok'] == 200 and p['misses'] == 0 for p in res['phases'])
-    assert query(pg, 'SELECT count(*), min(length(data)) FROM gloaddriver_tb_bytea') == [(100, 1024)]
-    assert query(pg, 'SELECT count(*), min(cardinality(a)) FROM gloaddriver_tb_arrays') == [(100, 100)]
+    assert query(pg, 'SELECT count(*), min(length(data)) FROM gloaddriver_tb_bytea') == \
+        [(100, 1024)]
+    assert query(pg, 'SELECT count(*), min(cardinality(a)) FROM gloaddriver_tb_arrays') == \
+        [(100, 100)]
 
 
 @pytest.mark.parametrize('callback', ['cached', 'psycogreen'])
