@@ -10,13 +10,11 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, driver, out_path
+
 sys.path.insert(0, ROOT)
 
 from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
@@ -24,26 +22,13 @@ from gloaddriver.servers import TarantoolServer  # noqa: E402
 
 
 def run(python, server, args, pause_at=None, pause=0):
-    fd, path = tempfile.mkstemp(suffix='.json')
-    os.close(fd)
-    env = dict(os.environ, GLOADDRIVER_PASSWORD=server.password, PYTHONPATH=ROOT)
-    p = subprocess.Popen([python, '-m', 'gloaddriver', '--uri', server.uri, '--user',
-                          server.user, '--progress', '0', '--json', path] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    if pause_at is not None:
+    def stall():
         time.sleep(pause_at)
         server.pause()
         time.sleep(pause)
         server.resume()
-    out, err = p.communicate()
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except ValueError:
-        sys.stderr.write('run failed: %s\n' % err.decode()[-500:])
-        return None
-    finally:
-        os.unlink(path)
+    return driver(python, ['--uri', server.uri, '--user', server.user] + args, server.password,
+                  stall if pause_at is not None else None)
 
 
 def truncate(server):
@@ -63,10 +48,7 @@ def main():
     ap.add_argument('--greenlets', type=int, default=100)
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
-    out = args.out or os.path.join(ROOT, 'bench-results', 'open-loop-%s.json'
-                                   % time.strftime('%Y%m%d-%H%M%S'))
-    if not os.path.isdir(os.path.dirname(out)):
-        os.makedirs(os.path.dirname(out))
+    out = out_path(args.out, 'open-loop')
     common = ['--phases', 'insert', '--ops', '0', '--duration', str(args.seconds),
               '--keys', '1000000000', '--rate', str(args.rate), '--greenlets',
               str(args.greenlets), '--space', 'gloaddriver']

@@ -15,33 +15,20 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, out_path
+from benchlib import driver as run_driver
+
 sys.path.insert(0, ROOT)
 
 from gloaddriver.servers import PostgresServer, which  # noqa: E402
 
 
 def driver(python, server, args):
-    fd, path = tempfile.mkstemp(suffix='.json')
-    os.close(fd)
     dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable' % (
         server.port, server.database, server.user)
-    env = dict(os.environ, GLOADDRIVER_PASSWORD=server.password, PYTHONPATH=ROOT)
-    p = subprocess.Popen([python, '-m', 'gloaddriver', '--backend', 'postgres', '--dsn', dsn,
-                          '--init', '--progress', '0', '--json', path] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    out, err = p.communicate()
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except ValueError:
-        sys.stderr.write('run failed (%s): %s\n' % (' '.join(args), err.decode()[-500:]))
-        return None
-    finally:
-        os.unlink(path)
+    return run_driver(python, ['--backend', 'postgres', '--dsn', dsn, '--init'] + args,
+                      server.password)
 
 
 def pgbench(server, clients, seconds):
@@ -84,10 +71,7 @@ def main():
     ap.add_argument('--pgbench-seconds', type=int, default=8)
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
-    out = args.out or os.path.join(ROOT, 'bench-results', 'postgres-%s.json'
-                                   % time.strftime('%Y%m%d-%H%M%S'))
-    if not os.path.isdir(os.path.dirname(out)):
-        os.makedirs(os.path.dirname(out))
+    out = out_path(args.out, 'postgres')
     rows, raw = [], []
     with PostgresServer() as server:
         have_pgbench = which('pgbench') is not None

@@ -10,13 +10,10 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, driver, out_path
+
 sys.path.insert(0, ROOT)
 
 from gloaddriver.servers import TarantoolServer  # noqa: E402
@@ -44,24 +41,11 @@ def client_cores(parts, name):
 
 
 def run(python, server, processes, args):
-    fd, path = tempfile.mkstemp(suffix='.json')
-    os.close(fd)
-    env = dict(os.environ, GLOADDRIVER_PASSWORD=server.password, PYTHONPATH=ROOT)
+    """(result, (busy % of all cores over the run, cores))"""
     busy0, total0, cores = cpu_times()
-    p = subprocess.Popen([python, '-m', 'gloaddriver', '--uri', server.uri, '--user',
-                          server.user, '--progress', '0', '--json', path,
-                          '--processes', str(processes)] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    out, err = p.communicate()
+    res = driver(python, ['--uri', server.uri, '--user', server.user,
+                          '--processes', str(processes)] + args, server.password)
     busy1, total1, _ = cpu_times()
-    try:
-        with open(path) as f:
-            res = json.load(f)
-    except ValueError:
-        sys.stderr.write('run failed: %s\n' % err.decode()[-500:])
-        return None, None
-    finally:
-        os.unlink(path)
     busy = 100.0 * (busy1 - busy0) / max(1, total1 - total0)
     return res, (round(busy, 1), cores)
 
@@ -74,10 +58,7 @@ def main():
     ap.add_argument('--greenlets', type=int, default=100)
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
-    out = args.out or os.path.join(ROOT, 'bench-results', 'processes-%s.json'
-                                   % time.strftime('%Y%m%d-%H%M%S'))
-    if not os.path.isdir(os.path.dirname(out)):
-        os.makedirs(os.path.dirname(out))
+    out = out_path(args.out, 'processes')
     common = ['--greenlets', str(args.greenlets), '--ops', str(args.ops), '--phases',
               ','.join(PHASES), '--space', 'gloaddriver']
     rows, raw, failed = [], [], 0

@@ -10,13 +10,10 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, driver, out_path
+
 sys.path.insert(0, ROOT)
 
 from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
@@ -42,24 +39,9 @@ def drop_space(server, name):
 
 
 def run_one(python, server, connector, greenlets, ops, space, extra):
-    fd, path = tempfile.mkstemp(suffix='.json')
-    os.close(fd)
-    argv = [python, '-m', 'gloaddriver', '--uri', server.uri, '--user', server.user,
-            '--space', space, '--connector', connector, '--greenlets', str(greenlets),
-            '--ops', str(ops), '--progress', '0', '--json', path] + extra
-    env = dict(os.environ, GLOADDRIVER_PASSWORD=server.password, PYTHONPATH=ROOT)
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    out, err = p.communicate()
-    try:
-        with open(path) as f:
-            result = json.load(f)
-    except ValueError:
-        result = None
-    os.unlink(path)
-    if p.returncode != 0 or result is None:
-        sys.stderr.write('run failed (%s, %d greenlets, rc %s): %s\n'
-                         % (connector, greenlets, p.returncode, err.decode('utf-8', 'replace')))
-    return result
+    return driver(python, ['--uri', server.uri, '--user', server.user, '--space', space,
+                           '--connector', connector, '--greenlets', str(greenlets),
+                           '--ops', str(ops)] + extra, server.password)
 
 
 def row(result, phase_name):
@@ -80,10 +62,7 @@ def main():
     args, extra = ap.parse_known_args()
     greenlets = [int(g) for g in args.greenlets.split(',')]
     connectors = args.connectors.split(',')
-    out = args.out or os.path.join(ROOT, 'bench-results', 'tarantool-%s.json'
-                                   % time.strftime('%Y%m%d-%H%M%S'))
-    if not os.path.isdir(os.path.dirname(out)):
-        os.makedirs(os.path.dirname(out))
+    out = out_path(args.out, 'tarantool')
 
     runs = []
     with TarantoolServer(wal_mode=args.wal_mode) as server:

@@ -1,0 +1,49 @@
+"""What the benchmark scripts share: running the driver as a user would, and where
+their JSON goes."""
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def driver(python, args, password, while_running=None):
+    """``python -m gloaddriver ARGS`` in a process of its own; its JSON result, or None.
+
+    ``while_running`` is called once the process has started (to pause a server mid-run,
+    say). A failed run is reported on stderr with its exit code and last words.
+    """
+    fd, path = tempfile.mkstemp(suffix='.json')
+    os.close(fd)
+    env = dict(os.environ, GLOADDRIVER_PASSWORD=password, PYTHONPATH=ROOT)
+    p = subprocess.Popen([python, '-m', 'gloaddriver', '--progress', '0', '--json', path] + args,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    if while_running is not None:
+        while_running()
+    _out, err = p.communicate()
+    try:
+        with open(path) as f:
+            result = json.load(f)
+    except ValueError:
+        result = None
+    finally:
+        os.unlink(path)
+    if p.returncode != 0 or result is None:
+        sys.stderr.write('run failed (%s; exit %s): %s\n' % (
+            ' '.join(args), p.returncode, err.decode('utf-8', 'replace')[-500:]))
+    return result
+
+
+def out_path(given, kind):
+    """--out, or bench-results/KIND-DATE-TIME.json; its folder made if missing."""
+    path = given or os.path.join(ROOT, 'bench-results',
+                                 '%s-%s.json' % (kind, time.strftime('%Y%m%d-%H%M%S')))
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    return path
