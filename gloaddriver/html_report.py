@@ -150,18 +150,13 @@ def _server_charts(p):
 
 
 def _summary_table(result):
-    cols = report.COLUMNS
-    width = max([7] + [len(p['name']) for p in result['phases']])
     out = [u'<table class="summary"><tr>%s</tr>' % u''.join(u'<th>%s</th>' % esc(c[0])
-                                                            for c in cols)]
-    for p in result['phases']:
-        cells = [(fmt.replace('{w}', str(width)) % get(p)).strip() for _n, fmt, get in cols]
-        out.append(u'<tr>%s</tr>' % u''.join(u'<td>%s</td>' % esc(c) for c in cells))
-        for op, sub in sorted(p.get('ops', {}).items()):
-            sub = dict(sub, name=u'\u2003' + op, syscalls={}, batching={})
-            cells = [(fmt.replace('{w}', str(width)) % get(sub)).strip() for _n, fmt, get in cols]
-            out.append(u'<tr class="op">%s</tr>' % u''.join(u'<td>%s</td>' % esc(c)
-                                                             for c in cells))
+                                                            for c in report.COLUMNS)]
+    for is_op, cells in report.summary_rows(result):
+        if is_op:
+            cells[0] = u'\u2003' + cells[0]
+        out.append(u'<tr%s>%s</tr>' % (u' class="op"' if is_op else u'',
+                                       u''.join(u'<td>%s</td>' % esc(c) for c in cells)))
     out.append(u'</table>')
     return u''.join(out)
 
@@ -193,7 +188,6 @@ def _phase_notes(p):
 def render(result):
     """The page as text."""
     m = result['manifest']
-    head = report.table(result)[0]
     parts = [u'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
              u'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
              u'style-src \'unsafe-inline\'; img-src data:">',
@@ -201,7 +195,7 @@ def render(result):
              u'<title>gloaddriver: %s</title><style>%s</style></head><body>'
              % (esc(' '.join(m.get('argv') or []) or m.get('backend')), _CSS),
              u'<h1>gloaddriver report</h1><p class="sub">%s<br>%s%s</p>'
-             % (esc(head), esc(m.get('started', '')),
+             % (esc(report.headline(result)), esc(m.get('started', '')),
                 u'; merged from %d parts' % m['merged_from'] if m.get('merged_from') else u''),
              _summary_table(result)]
     if result.get('aborted'):

@@ -37,25 +37,39 @@ def _f(v, digits=3):
     return '-' if v is None else ('%.*f' % (digits, v))
 
 
-def table(result):
-    """The human report as a list of lines."""
+def headline(result):
+    """What ran against what: the report's first line."""
     m = result['manifest']
     srv = m['server']
     where = '%s %s at %s' % ('PostgreSQL' if m['backend'] == 'postgres' else 'Tarantool',
                              srv.get('version') or '', srv['address'])
     if srv.get('spawned'):
         where += ' (spawned, wal_mode=%s)' % srv.get('wal_mode')
-    lines = ['gloaddriver %s: %s; %s; %s, msgpack %s%s' % (
+    return 'gloaddriver %s: %s; %s; %s, msgpack %s%s' % (
         m['gloaddriver'], where, m['connector_detail'], m['interpreter'],
-        m['dependencies'].get('msgpack'), '' if m['msgpack_c_extension'] else ' (PURE PYTHON)')]
-    width = max([7] + [len(p['name']) for p in result['phases']])
-    columns = [(name, fmt.replace('{w}', str(width)), get) for name, fmt, get in COLUMNS]
-    lines.append('  '.join(fmt % name for name, fmt, _get in columns))
+        m['dependencies'].get('msgpack'), '' if m['msgpack_c_extension'] else ' (PURE PYTHON)')
+
+
+def summary_rows(result):
+    """(is_op, cells): a row per phase, then one per op of a mix; cells as COLUMNS shows them."""
     for p in result['phases']:
-        lines.append('  '.join(fmt % get(p) for _name, fmt, get in columns))
+        yield False, [get(p) for _name, _fmt, get in COLUMNS]
         for op, sub in sorted(p.get('ops', {}).items()):
-            sub = dict(sub, name='  ' + op, syscalls={}, batching={})
-            lines.append('  '.join(fmt % get(sub) for _name, fmt, get in columns))
+            sub = dict(sub, name=op, syscalls={}, batching={})
+            yield True, [get(sub) for _name, _fmt, get in COLUMNS]
+
+
+def table(result):
+    """The human report as a list of lines."""
+    m = result['manifest']
+    lines = [headline(result)]
+    width = max([7] + [len(p['name']) for p in result['phases']])
+    fmts = [fmt.replace('{w}', str(width)) for _name, fmt, _get in COLUMNS]
+    lines.append('  '.join(fmt % name for (name, _f, _g), fmt in zip(COLUMNS, fmts)))
+    for is_op, cells in summary_rows(result):
+        if is_op:
+            cells[0] = '  ' + cells[0]
+        lines.append('  '.join(fmt % cell for fmt, cell in zip(fmts, cells)))
     for p in result['phases']:
         for kind, count in sorted(p['errors'].items()):
             lines.append('%s: %s x %s: %s' % (p['name'], _n(count), kind,
