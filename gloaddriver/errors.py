@@ -18,8 +18,19 @@
 Network and server errors are separate branches on purpose: a load driver has to
 tell "the server said no" (a result) from "we could not ask" (an outage). Each
 OpError has a ``kind`` used as the key in the per-phase error counts.
+
+The exit codes live here too, with the one function that maps an error to its
+code and its line on stderr (``report_error``): every entry point uses it.
 """
 from __future__ import absolute_import, division, print_function
+
+import sys
+
+EXIT_OK = 0            # every op succeeded
+EXIT_OPS_FAILED = 1    # some ops failed or timed out, or the run was aborted
+EXIT_USAGE = 2         # bad flags, profile or input file
+EXIT_SETUP = 3         # the run could not start: server, auth, schema
+EXIT_INTERRUPTED = 130
 
 
 class GloadError(Exception):
@@ -85,3 +96,21 @@ class ServerError(OpError):
 
     def __str__(self):
         return '%s (code %s)' % (self.message, self.code)
+
+
+def say(text):
+    """One line on stderr, as the driver speaks to a user."""
+    sys.stderr.write('gloaddriver: %s\n' % text)
+    sys.stderr.flush()
+
+
+def report_error(exc):
+    """Say what went wrong in one line; return the exit code it means."""
+    if isinstance(exc, ConfigError):
+        say('error: %s' % exc)
+        return EXIT_USAGE
+    if isinstance(exc, KeyboardInterrupt):
+        say('interrupted')
+        return EXIT_INTERRUPTED
+    say(str(exc))
+    return EXIT_SETUP

@@ -18,7 +18,7 @@ from benchlib import ROOT, driver, out_path
 sys.path.insert(0, ROOT)
 
 from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
-from gloaddriver.servers import TarantoolServer  # noqa: E402
+from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
 
 
 def run(python, server, args, pause_at=None, pause=0):

@@ -21,7 +21,8 @@ from benchlib import driver as run_driver
 
 sys.path.insert(0, ROOT)
 
-from gloaddriver.servers import PostgresServer, which  # noqa: E402
+from gloaddriver.backends.postgres.server import PostgresServer
+from gloaddriver.backends.spawn import which  # noqa: E402
 
 
 def driver(python, server, args):

@@ -16,7 +16,7 @@ from benchlib import ROOT, driver, out_path
 
 sys.path.insert(0, ROOT)
 
-from gloaddriver.servers import TarantoolServer  # noqa: E402
+from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
 
 PHASES = ('insert', 'select', 'update', 'delete')
 

@@ -21,8 +21,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gloaddriver import syscalls  # noqa: E402
-from gloaddriver.servers import TarantoolServer, which  # noqa: E402
+from gloaddriver.measure import syscalls  # noqa: E402
+from gloaddriver.backends.tarantool.server import TarantoolServer
+from gloaddriver.backends.spawn import which  # noqa: E402
 
 # perf's control handshake: the "disable" write is counted (it enters before
 # perf acts on it) and an ack read may be: up to this many calls per phase.

@@ -11,7 +11,7 @@ import tempfile
 import pytest
 
 from gloaddriver.backends.tarantool.connection import Connection
-from gloaddriver.servers import TarantoolServer
+from gloaddriver.backends.tarantool.server import TarantoolServer
 
 _names = itertools.count(1)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

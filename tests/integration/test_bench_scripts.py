@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 
-from gloaddriver.servers import which
+from gloaddriver.backends.spawn import which
 from tests.integration.conftest import ROOT
 
 

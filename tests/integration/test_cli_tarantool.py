@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gloaddriver import stats
+from gloaddriver.measure import stats
 from tests.integration.conftest import (ROOT, assert_accounted, connect, create_space,
                                         run_cli)
 
@@ -255,7 +255,7 @@ def test_console_script_and_version():
     assert out.decode().startswith('gloaddriver ')
 
 
-@pytest.mark.parametrize('name', sorted(__import__('gloaddriver.profile', fromlist=['x'])
+@pytest.mark.parametrize('name', sorted(__import__('gloaddriver.config.profile', fromlist=['x'])
                                         .available()))
 def test_every_profile_runs_at_a_small_size(name):
     small = ['--ops', '400', '--keys', '400', '--greenlets', '10']

@@ -7,7 +7,7 @@ import gevent
 import pytest
 
 from gloaddriver import errors, workload
-from gloaddriver.backends.tarantool.backend import make_ops
+from gloaddriver.backends.tarantool.buffered import make_ops
 from tests.integration.conftest import connect
 
 

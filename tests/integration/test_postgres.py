@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gloaddriver import workload
-from gloaddriver.servers import PostgresServer
+from gloaddriver.backends.postgres.server import PostgresServer
 from tests.integration.conftest import ROOT, assert_accounted, run_cli
 
 psycopg2 = pytest.importorskip('psycopg2')

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gloaddriver.servers import which
+from gloaddriver.backends.spawn import which
 from tests.integration.conftest import ROOT, run_cli
 
 

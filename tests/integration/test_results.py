@@ -8,7 +8,8 @@ import sys
 import tempfile
 
 
-from gloaddriver import results, stats
+from gloaddriver.measure import stats
+from gloaddriver.report import results
 from tests.integration.conftest import ROOT, assert_accounted, connect, run_cli
 
 

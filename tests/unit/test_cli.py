@@ -4,25 +4,28 @@ from __future__ import absolute_import, division, print_function
 import pytest
 
 from gloaddriver import cli, errors
+from gloaddriver import config as configuration
 
 
-def test_defaults_follow_the_seed_scenario():
-    c = cli.parse([], environ={})
-    assert (c.backend, c.connector, c.greenlets, c.connections) == ('tarantool', 'buffered', 10, 1)
-    assert [p.name for p in c.phases] == ['insert', 'select', 'update', 'delete']
-    assert (c.value_size, c.ops, c.keys, c.host, c.port) == (1536, 100000, 100000, '127.0.0.1', 3301)
+def test_defaults_are_the_1_5_kb_four_phase_workload():
+    c = configuration.parse([], environ={})
+    assert (c.backend, c.opts.connector, c.load.greenlets, c.opts.connections) == (
+        'tarantool', 'buffered', 10, 1)
+    assert [p.name for p in c.load.phases] == ['insert', 'select', 'update', 'delete']
+    assert (c.load.value_size, c.load.ops, c.load.keys, c.opts.host, c.opts.port) == (
+        1536, 100000, 100000, '127.0.0.1', 3301)
 
 
 def test_password_from_environment_and_masked_in_argv():
-    c = cli.parse(['--user', 'u'], environ={cli.PASSWORD_ENV: 's3cret'})
-    assert c.password == 's3cret'
-    c = cli.parse(['--password', 'hunter2', '--password=x'], environ={})
+    c = configuration.parse(['--user', 'u'], environ={configuration.PASSWORD_ENV: 's3cret'})
+    assert c.target.password == 's3cret'
+    c = configuration.parse(['--password', 'hunter2', '--password=x'], environ={})
     assert 'hunter2' not in ' '.join(c.argv) and 'x' not in c.argv[-1].split('=')[1]
 
 
 def test_mix_parses_weights():
-    c = cli.parse(['--mix', 'select=90,update=10,delete=0'], environ={})
-    (phase,) = c.phases
+    c = configuration.parse(['--mix', 'select=90,update=10,delete=0'], environ={})
+    (phase,) = c.load.phases
     assert phase.name == 'mix' and phase.weights == (('select', 90), ('update', 10))
 
 
@@ -32,7 +35,7 @@ def test_mix_parses_weights():
 ])
 def test_bad_values_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
-        cli.parse(argv, environ={})
+        configuration.parse(argv, environ={})
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and err.startswith('gloaddriver: error:')
@@ -54,7 +57,7 @@ def test_bad_values_exit_2(argv, capsys):
 ])
 def test_impossible_combinations_are_config_errors(argv, words):
     with pytest.raises(errors.ConfigError) as e:
-        cli.parse(argv, environ={})
+        configuration.parse(argv, environ={})
     assert words in str(e.value)
 
 
@@ -64,6 +67,6 @@ def test_main_returns_2_on_config_error(capsys):
 
 
 def test_interval_follows_progress_unless_progress_is_off():
-    assert cli.parse(['--progress', '0.2'], environ={}).interval == 0.2
-    assert cli.parse(['--progress', '0'], environ={}).interval == 1.0
-    assert cli.parse(['--progress', '0', '--interval', '0.05'], environ={}).interval == 0.05
+    assert configuration.parse(['--progress', '0.2'], environ={}).output.interval == 0.2
+    assert configuration.parse(['--progress', '0'], environ={}).output.interval == 1.0
+    assert configuration.parse(['--progress', '0', '--interval', '0.05'], environ={}).output.interval == 0.05

@@ -6,7 +6,9 @@ import os
 
 import pytest
 
-from gloaddriver import cli, errors, profile
+from gloaddriver import config as cli
+from gloaddriver import errors
+from gloaddriver.config import profile
 
 
 def write(tmp, text):
@@ -20,7 +22,7 @@ def test_flags_on_the_command_line_win_over_the_profile(tmpdir):
     tmp = str(tmpdir)
     path = write(tmp, u'[gloaddriver]\ngreenlets = 42\nvalue-size = 64\nspawn = true\n')
     c = cli.parse(['--profile', path, '--greenlets', '7'], environ={})
-    assert (c.greenlets, c.value_size, c.spawn, c.profile) == (7, 64, True, path)
+    assert (c.load.greenlets, c.load.value_size, c.target.spawn, c.profile) == (7, 64, True, path)
 
 
 def test_every_shipped_profile_parses():

@@ -5,7 +5,9 @@ from collections import Counter
 
 import pytest
 
-from gloaddriver import errors, keys, stats
+from gloaddriver import errors
+from gloaddriver.measure import stats
+from gloaddriver.workload import keys
 
 
 def test_opstats_accounts_every_outcome():

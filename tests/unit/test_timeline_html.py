@@ -3,8 +3,9 @@ from __future__ import absolute_import, division, print_function
 
 import random
 
-from gloaddriver import html_report, stats, svg, timeline
-from gloaddriver.timeline import Timeline
+from gloaddriver.measure import stats, timeline
+from gloaddriver.report import html as html_report, svg
+from gloaddriver.measure.timeline import Timeline
 
 
 class _NoCounters(object):

@@ -1,2 +1,153 @@
-"""PostgreSQL backend: psycopg2 made cooperative, a blocking LIFO pool, workloads."""
+"""PostgreSQL: psycopg2 made cooperative and a LIFO pool (``pool``), the workloads the
+runner drives (``workloads``: kv, relational, toolbench), the bulk loader that drives
+itself (``bulk``), a private cluster (``server``), its metrics (``metrics``) and its
+compat probe (``compat``).
+
+This module is the kind itself: its flags and how they make a backend.
+"""
 from __future__ import absolute_import, division, print_function
+
+import re
+from collections import namedtuple
+
+from gloaddriver import errors, workload
+from gloaddriver.backends import base
+from gloaddriver.config.types import positive_int
+
+Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
+                                'wait_callback')
+WORKLOADS = ('kv', 'relational', 'bulk', 'toolbench')
+RELATIONAL_OPS = ('create', 'read')
+RELATIONAL_MIX = 'create=50,read=50'
+# The queries of asyncpg's driver benchmark: each is a phase of its own.
+TOOLBENCH_OPS = ('pg_type', 'series', 'bytea', 'arrays')
+BULK_METHODS = ('row-connect', 'row', 'executemany', 'execute-values', 'unnest', 'copy')
+_IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,62}$')
+
+
+class Postgres(base.Kind):
+    name = 'postgres'
+    title = 'PostgreSQL'
+    flags = (
+        (('--dsn',), dict(help='postgres: libpq connection string or URI (ignored with '
+                               '--spawn); its password is never printed')),
+        (('--workload',), dict(choices=WORKLOADS,
+                               help='postgres: kv (the default; the Tarantool ops on a (id bigint, '
+                                    'value text) table), relational (parent/child families: '
+                                    'create and read), bulk (load rows six ways), toolbench '
+                                    '(pg_type, series, bytea, arrays reads)')),
+        (('--table',), dict(help='postgres: kv table (default gloaddriver)')),
+        (('--init',), dict(action='store_true',
+                           help='postgres: create the workload\'s tables if they are missing')),
+        (('--prepared',), dict(action='store_true',
+                               help='postgres kv: server-side prepared statements '
+                                    '(PREPARE/EXECUTE)')),
+        (('--pool-size',), dict(type=positive_int, metavar='N',
+                                help='postgres: connections in the pool (default: --greenlets)')),
+        (('--method',), dict(help='postgres bulk: row-connect, row, executemany, '
+                                  'execute-values, unnest, copy, or all (the default; a '
+                                  'comma-separated list is allowed)')),
+        (('--rows',), dict(type=positive_int, metavar='N',
+                           help='postgres bulk: rows per method (default 100000)')),
+        (('--wait-callback',), dict(choices=['cached', 'psycogreen'],
+                                    help='postgres: how psycopg2 yields to gevent: one io '
+                                         'watcher per connection (cached, the default), or '
+                                         'psycogreen\'s new watcher per wait')),
+    )
+
+    def options(self, args):
+        kind = args.workload or 'kv'
+        table = args.table or 'gloaddriver'
+        if not _IDENT.match(table):
+            raise errors.ConfigError('--table must be a plain SQL identifier, got %r' % table)
+        if args.prepared and kind != 'kv':
+            raise errors.ConfigError('--prepared applies to --workload kv')
+        methods = ()
+        if kind == 'bulk':
+            text = args.method or 'all'
+            methods = BULK_METHODS if text == 'all' else tuple(
+                m.strip() for m in text.split(',') if m.strip())
+            bad = [m for m in methods if m not in BULK_METHODS]
+            if bad or not methods:
+                raise errors.ConfigError('unknown --method %s; use %s or all'
+                                         % (','.join(bad) or '(none)', ', '.join(BULK_METHODS)))
+            if args.rate:
+                raise errors.ConfigError('--rate does not apply to --workload bulk')
+        elif args.method is not None or args.rows is not None:
+            raise errors.ConfigError('--method and --rows are for --workload bulk')
+        return Options(dsn=args.dsn or '', table=table, workload=kind, init=bool(args.init),
+                       prepared=bool(args.prepared), pool_size=args.pool_size or args.greenlets,
+                       bulk_methods=methods, rows=args.rows or 100000,
+                       wait_callback=args.wait_callback or 'cached')
+
+    def phases(self, opts, phases, mix, load):
+        try:
+            if opts.workload == 'relational':
+                if phases:
+                    raise ValueError('--workload relational is one mix phase; use '
+                                     '--mix create=W,read=W')
+                return workload.phases_from(None, mix or RELATIONAL_MIX, load, RELATIONAL_OPS)
+            if opts.workload == 'toolbench':
+                if load:
+                    raise ValueError('--load does not apply to --workload toolbench (read-only)')
+                return workload.phases_from(phases, mix, False, TOOLBENCH_OPS, TOOLBENCH_OPS)
+        except ValueError as e:
+            raise errors.ConfigError(str(e))
+        return base.Kind.phases(self, opts, phases, mix, load)
+
+    def spawn(self, config):
+        from gloaddriver.backends.postgres import pool
+        from gloaddriver.backends.postgres.server import PostgresServer
+        pool.install(config.opts.wait_callback)     # before any connection
+        return PostgresServer(wal_mode=config.target.wal_mode).start()
+
+    def target(self, config, server):
+        return config._replace(opts=config.opts._replace(dsn=server.dsn, init=True),
+                               target=config.target._replace(password=server.password))
+
+    def server_argv(self, server):
+        return ['--dsn', 'host=%s port=%d dbname=%s user=%s sslmode=disable' % (
+            server.host, server.port, server.database, server.user), '--init'], {}
+
+    def backend(self, config, counter):
+        from gloaddriver.backends.postgres import pool
+        pool.install(config.opts.wait_callback)     # before any connection
+        dsn, password = _dsn(config)
+        if config.opts.workload == 'bulk':
+            from gloaddriver.backends.postgres.bulk import BulkLoader
+            return BulkLoader(config, dsn, password, counter)
+        from gloaddriver.backends.postgres.workloads import PostgresBackend
+        return PostgresBackend(config, dsn, password)
+
+    def manifest(self, config):
+        opts = config.opts
+        return dict(base.Kind.manifest(self, config), connector='psycopg2',
+                    connections=config.load.greenlets, workload=opts.workload,
+                    pool_size=opts.pool_size, prepared=opts.prepared,
+                    wait_callback=opts.wait_callback)
+
+    def with_processes(self, config):
+        if config.opts.workload == 'bulk':
+            raise errors.ConfigError('--processes does not apply to --workload bulk')
+
+    @property
+    def compat(self):
+        from gloaddriver.backends.postgres import compat
+        return compat
+
+
+def _dsn(config):
+    """(dsn, password): the DSN with --password merged in, and the secret to scrub."""
+    import psycopg2.extensions as ext
+    given, secret = config.opts.dsn, config.target.password
+    try:
+        parsed = ext.parse_dsn(given) if given else {}
+    except Exception as e:
+        from gloaddriver.backends.postgres.pool import scrub
+        raise errors.SetupError('--dsn is not a valid connection string: %s' % scrub(e, secret))
+    password = secret or parsed.get('password')
+    dsn = ext.make_dsn(given, password=secret) if secret else given
+    return dsn, password
+
+
+KIND = Postgres()

@@ -1,4 +1,4 @@
-"""Seed scenario 3: bulk loading rows of (uuid default, timestamptz default, text, hstore).
+"""Bulk loading rows of (uuid default, timestamptz default, text, hstore), six ways.
 
 Each method loads ``rows`` rows into a freshly truncated table and is timed
 alone; an "op" is one row, so ops/s is rows/s and latency is per statement
@@ -18,11 +18,13 @@ import psycopg2
 import psycopg2.extensions
 import psycopg2.extras
 
-from gloaddriver import errors, stats, syscalls
+from gloaddriver import errors
+from gloaddriver._compat import clock, text_type
+from gloaddriver.backends import base
 from gloaddriver.backends.postgres import pool as pgpool
-from gloaddriver.compat import clock, text_type
+from gloaddriver.measure import phase as shape
+from gloaddriver.measure import stats
 
-METHODS = ('row-connect', 'row', 'executemany', 'execute-values', 'unnest', 'copy')
 ROW_CONNECT_CAP = 1000    # with --method all: a new connection per row is ~100 rows/s
 PAGE = 1000
 CHUNK = 10000
@@ -47,21 +49,33 @@ def _copy_text(rows):
     return u''.join(out)
 
 
-class BulkLoader(object):
+class BulkLoader(base.Backend):
+    """A backend that drives itself (``run_phases``): one phase per load method."""
+    connector = 'psycopg2'
+
     def __init__(self, config, dsn, password, counter):
-        self.config = config
+        base.Backend.__init__(self, config)
+        self.opts = config.opts
         self.dsn = dsn
         self.password = password
         self.counter = counter
-        self.pool = pgpool.Pool(dsn, 1, password=password, connect_timeout=config.connect_timeout,
-                                timeout=config.timeout, autocommit=False)
+        self.version = self._address = None
+        self.pool = pgpool.Pool(dsn, 1, password=password,
+                                connect_timeout=config.limits.connect_timeout,
+                                timeout=config.limits.timeout, autocommit=False)
 
     def describe(self):
         return 'psycopg2 %s bulk load, methods %s, %d rows each' % (
-            psycopg2.__version__.split()[0], ','.join(self.config.bulk_methods), self.config.rows)
+            psycopg2.__version__.split()[0], ','.join(self.opts.bulk_methods), self.opts.rows)
+
+    def address(self):
+        return self._address or 'libpq default'
+
+    def server_version(self):
+        return self.version
 
     def open(self):
-        from gloaddriver.backends.postgres.backend import dsn_address, setup_error
+        from gloaddriver.backends.postgres.workloads import dsn_address, setup_error
         try:
             item = self.pool.connect()
         except errors.NotConnected as e:
@@ -71,7 +85,7 @@ class BulkLoader(object):
         cur.execute("SELECT oid, typarray FROM pg_type WHERE typname = 'hstore'")
         row = cur.fetchone()
         if row is None:
-            if not self.config.init:
+            if not self.opts.init:
                 raise errors.SchemaError('the hstore extension is missing; rerun with --init '
                                          'or run CREATE EXTENSION hstore')
             cur.execute('CREATE EXTENSION IF NOT EXISTS hstore')
@@ -82,23 +96,23 @@ class BulkLoader(object):
                                         array_oid=row[1])
         cur.execute('SELECT to_regclass(%s)', (TABLE,))
         if cur.fetchone()[0] is None:
-            if not self.config.init:
+            if not self.opts.init:
                 raise errors.SchemaError('table %s missing; rerun with --init or create it: %s'
                                          % (TABLE, ' '.join(SCHEMA.split())))
             cur.execute(SCHEMA)
         v = conn.server_version
         self.version = '%d.%d' % (v // 10000, v % 10000)
         info = getattr(conn, 'info', None)
-        self.address = '%s:%s' % (info.host, info.port) if info is not None else None
+        self._address = '%s:%s' % (info.host, info.port) if info is not None else None
         conn.commit()
         self.admin = item
 
-    def run(self, methods, rows):
+    def run_phases(self):
         out = []
-        for m in methods:
-            res = self._one(m, rows)
+        for m in self.opts.bulk_methods:
+            res = self._one(m, self.opts.rows)
             out.append(res)
-            if self.config.progress > 0:
+            if self.config.output.progress > 0:
                 sys.stderr.write('%s: %s rows in %.2f s, %s rows/s\n' % (
                     res['name'], '{:,}'.format(res['ok']), res['seconds'],
                     '{:,}'.format(int(res['rows_per_sec'] or 0))))
@@ -107,7 +121,7 @@ class BulkLoader(object):
 
     def _one(self, method, rows):
         n = rows
-        if method == 'row-connect' and len(self.config.bulk_methods) > 1:
+        if method == 'row-connect' and len(self.opts.bulk_methods) > 1:
             n = min(rows, ROW_CONNECT_CAP)
         data = make_rows(n)
         cur = self.admin.cur
@@ -117,9 +131,7 @@ class BulkLoader(object):
         st.attempted = n
         green = True
         error = None
-        s0 = self.counter.snapshot()
-        cpu0 = _cpu()
-        t0 = clock()
+        window = shape.Window(self.counter).open()
         try:
             if method == 'copy':
                 green = False
@@ -127,9 +139,7 @@ class BulkLoader(object):
         except (psycopg2.Error, errors.OpError) as e:
             error = e
             statements = None
-        t1 = clock()
-        cpu1 = _cpu()
-        s1 = self.counter.snapshot()
+        window.close()
         try:
             self.admin.conn.rollback()
             cur.execute('SELECT count(*) FROM ' + TABLE)
@@ -138,7 +148,6 @@ class BulkLoader(object):
         except psycopg2.Error:
             loaded = 0
         st.drain()
-        seconds = t1 - t0
         failed = n - loaded
         errs = {}
         samples = {}
@@ -148,30 +157,15 @@ class BulkLoader(object):
             errs[kind] = failed
             samples[kind] = pgpool.scrub(error, self.password) if error else 'rows missing'
         # Latencies are per statement here; ok counts the rows found afterwards.
-        sysd = self.counter.delta(s0, s1)
-        res = {
-            'name': 'bulk:' + method, 'attempted': n, 'ok': loaded, 'failed': failed,
-            'timed_out': 0, 'errors': errs, 'error_samples': samples, 'misses': 0,
-            'seconds': round(seconds, 4),
-            'ops_per_sec': round(n / seconds, 1) if seconds > 0 else None,
-            'ok_per_sec': round(loaded / seconds, 1) if seconds > 0 else None,
-            'rows_per_sec': round(loaded / seconds, 1) if seconds > 0 else None,
-            'latency_us': stats.latency_summary(st.hist, st.sum_us),
-            'latency_of': 'statement',
-            'statements': statements,
-            'histogram': _text(st.hist.encode()),
-            'green': green,
-            'cpu_us_per_op': round((cpu1 - cpu0) * 1e6 / n, 2),
-        }
-        if sysd is not None:
-            block = syscalls.per_op(sysd, n) or {}
-            block.update({'source': 'perf_event', 'counts': sysd})
-        else:
-            block = {'source': None, 'per_op': None, 'by_name': {}, 'reason': self.counter.reason}
-        res['syscalls'] = block
-        res['batching'] = {'source': 'workload', 'requests_per_send': None,
-                           'responses_per_recv': None,
-                           'rows_per_statement': round(n / statements, 1) if statements else None}
+        res = shape.counts(n, loaded, errs, 0, samples, 0, window.seconds, st.hist, st.sum_us)
+        res.update(name='bulk:' + method, latency_of='statement', statements=statements,
+                   green=green, cpu_us_per_op=shape.per_op_us(window.cpu, n),
+                   rows_per_sec=res['ok_per_sec'],
+                   syscalls=shape.syscall_block(window.syscalls, None, n, self.counter.reason),
+                   batching={'source': 'workload', 'requests_per_send': None,
+                             'responses_per_recv': None,
+                             'rows_per_statement': round(n / statements, 1) if statements
+                             else None})
         return res
 
     # -- the methods: each returns the number of statements it sent ----------------
@@ -251,12 +245,3 @@ class BulkLoader(object):
             pgpool.forget(item.fd)
             item.conn.close()
             self.admin = None
-
-
-def _cpu():
-    from gloaddriver.runner import _cpu as cpu
-    return cpu()
-
-
-def _text(value):
-    return value.decode('ascii') if isinstance(value, bytes) else value

@@ -23,7 +23,7 @@ from gevent.hub import get_hub
 from gevent.queue import Empty, LifoQueue   # names stable across gevent 22.10 .. 26
 
 from gloaddriver import errors
-from gloaddriver.compat import PY2, clock
+from gloaddriver._compat import PY2, clock
 
 WAIT_CALLBACKS = ('cached', 'psycogreen')
 
@@ -118,7 +118,7 @@ class Deadlines(object):
 
     def start(self):
         if self._greenlet is None:
-            from gloaddriver.compat import spawn_named
+            from gloaddriver._compat import spawn_named
             self._greenlet = spawn_named('pg-deadlines', self._sweep)
 
     def _sweep(self):
@@ -249,3 +249,11 @@ class Pool(object):
             forget(item.fd)
             item.conn.close()
         self.created = 0
+
+
+# The driver's own sampling connections say so, and are not counted as load.
+MONITOR_NAME = 'gloaddriver-monitor'
+
+
+def name_monitor(item):
+    item.cur.execute('SET application_name = %s', (MONITOR_NAME,))

@@ -1,2 +1,96 @@
-"""Tarantool backend: IPROTO protocol, the buffered connection, the sync baseline."""
+"""Tarantool: IPROTO framing (``protocol``), the buffered connection (``connection``),
+its workload (``buffered``), the tarantool-python baseline (``sync``), a private
+server (``server``), its metrics (``metrics``) and its compat probe (``compat``).
+
+This module is the kind itself: its flags and how they make a backend.
+"""
 from __future__ import absolute_import, division, print_function
+
+from collections import namedtuple
+
+from gloaddriver import errors
+from gloaddriver.backends import base
+from gloaddriver.config.types import positive_int
+
+Options = namedtuple('Options', 'host port space connector connections max_pending overlap '
+                                'by_name')
+DEFAULT_URI = '127.0.0.1:3301'
+
+
+class Tarantool(base.Kind):
+    name = 'tarantool'
+    title = 'Tarantool'
+    flags = (
+        (('--uri',), dict(metavar='HOST:PORT', help='tarantool: server address (default %s; '
+                                                    'ignored with --spawn)' % DEFAULT_URI)),
+        (('--space',), dict(help='tarantool: space with an unsigned primary key and a string '
+                                 'value field (default gloaddriver)')),
+        (('--connector',), dict(choices=['buffered', 'sync'],
+                                help='tarantool: buffered (ours, shared socket; the default) or '
+                                     'sync (tarantool-python, one connection per greenlet)')),
+        (('--connections',), dict(type=positive_int, metavar='K',
+                                  help='buffered: spread greenlets over K connections '
+                                       '(default: 1)')),
+        (('--max-pending',), dict(type=positive_int, metavar='N',
+                                  help='buffered: requests in flight per connection before '
+                                       'callers wait (default 10000)')),
+        (('--no-overlap',), dict(dest='overlap', action='store_false',
+                                 help='buffered: send each batch whole, one send per loop '
+                                      'pass, instead of flushing half of it early so client '
+                                      'and server work overlap')),
+        (('--by-name',), dict(action='store_true',
+                              help='tarantool: name the space on every op (through the schema '
+                                   'cache) instead of resolving it once')),
+    )
+
+    def options(self, args):
+        uri = args.uri or DEFAULT_URI
+        host, sep, port = uri.rpartition(':')
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise errors.ConfigError('--uri must be HOST:PORT, got %r' % uri)
+        connector = args.connector or 'buffered'
+        if args.connections is not None and connector == 'sync':
+            raise errors.ConfigError('--connections is for the buffered connector; the sync '
+                                     'connector opens one connection per greenlet')
+        connections = args.connections or 1
+        if connections > args.greenlets:
+            raise errors.ConfigError('--connections %d exceeds --greenlets %d: a connection '
+                                     'would have no greenlet' % (connections, args.greenlets))
+        return Options(host=host, port=int(port), space=args.space or 'gloaddriver',
+                       connector=connector, connections=connections,
+                       max_pending=args.max_pending or 10000, overlap=args.overlap is not False,
+                       by_name=bool(args.by_name))
+
+    def spawn(self, config):
+        from gloaddriver.backends.tarantool.server import TarantoolServer
+        return TarantoolServer(space=config.opts.space, wal_mode=config.target.wal_mode).start()
+
+    def target(self, config, server):
+        return config._replace(
+            opts=config.opts._replace(host=server.host, port=server.port),
+            target=config.target._replace(user=server.user, password=server.password))
+
+    def server_argv(self, server):
+        return ['--uri', server.uri, '--user', server.user], {}
+
+    def backend(self, config, counter):
+        if config.opts.connector == 'sync':
+            from gloaddriver.backends.tarantool.sync import SyncBackend
+            return SyncBackend(config)
+        from gloaddriver.backends.tarantool.buffered import BufferedBackend
+        return BufferedBackend(config)
+
+    def manifest(self, config):
+        opts = config.opts
+        buffered = opts.connector == 'buffered'
+        return dict(base.Kind.manifest(self, config), connector=opts.connector,
+                    connections=opts.connections if buffered else config.load.greenlets,
+                    overlap=opts.overlap if buffered else None)
+
+    @property
+    def compat(self):
+        from gloaddriver.backends.tarantool import compat
+        return compat
+
+
+KIND = Tarantool()

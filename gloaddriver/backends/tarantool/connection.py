@@ -1,6 +1,6 @@
 """The buffered Tarantool connection: many greenlets, one socket.
 
-How a request travels (design.md section 3):
+How a request travels (README, "The buffered connector", says why):
 
 * the caller encodes its frame straight into the shared outgoing bytearray,
   parks on a ``Waiter`` keyed by its sync id and, if the writer is idle,
@@ -32,7 +32,7 @@ from gevent.hub import Waiter, get_hub
 
 from gloaddriver import errors
 from gloaddriver.backends.tarantool import protocol as P
-from gloaddriver.compat import clock, spawn_named, to_text
+from gloaddriver._compat import clock, spawn_named, to_text
 
 class Connection(object):
     """One socket shared by any number of greenlets.

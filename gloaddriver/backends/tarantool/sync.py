@@ -9,13 +9,15 @@ from __future__ import absolute_import, division, print_function
 
 import socket
 
+import gevent
 import tarantool
 from tarantool import error as tnt_error
 
 from gloaddriver import errors, workload
-from gloaddriver.backends.tarantool.backend import _spawn_all
+from gloaddriver._compat import PY2
+from gloaddriver.backends import base
+from gloaddriver.backends.tarantool.buffered import TarantoolBackend
 from gloaddriver.backends.tarantool.protocol import ITERATOR_GE
-from gloaddriver.compat import PY2
 
 
 def _translate(exc):
@@ -78,55 +80,57 @@ def make_ops(conn, space_id, values):
             'scan': op_scan, 'rmw': op_rmw}
 
 
-class SyncBackend(object):
+class SyncBackend(TarantoolBackend):
     connector = 'sync'
 
     def __init__(self, config):
-        self.config = config
+        base.Backend.__init__(self, config)
         self.conns = []
-        self.values = workload.values(config.value_size)
+        self.values = workload.values(config.load.value_size)
         self._ops = []
         self.space_id = None
         self._version = None
 
     def describe(self):
         return 'sync connector (tarantool-python %s), %d greenlets on %d connections' % (
-            tarantool.__version__, self.config.greenlets, self.config.greenlets)
+            tarantool.__version__, self.config.load.greenlets, self.config.load.greenlets)
 
     def _connect(self):
         c = self.config
-        kwargs = dict(user=c.user if c.user != 'guest' or c.password else None,
-                      password=c.password, socket_timeout=c.timeout,
-                      connection_timeout=c.connect_timeout, reconnect_max_attempts=3,
+        host, port, user, password = c.opts.host, c.opts.port, c.target.user, c.target.password
+        kwargs = dict(user=user if user != 'guest' or password else None,
+                      password=password, socket_timeout=c.limits.timeout,
+                      connection_timeout=c.limits.connect_timeout, reconnect_max_attempts=3,
                       reconnect_delay=0.1, encoding='utf-8')
         if not PY2:
             kwargs['fetch_schema'] = True
         try:
-            return tarantool.Connection(c.host, c.port, **kwargs)
+            return tarantool.Connection(host, port, **kwargs)
         except tnt_error.NetworkError as e:
             raise errors.ConnectError('cannot connect to Tarantool at %s:%s: %s'
-                                      % (c.host, c.port, e))
+                                      % (host, port, e))
         except tnt_error.DatabaseError as e:
             raise errors.AuthError('Tarantool at %s:%s refused user %r: %s; check --user and '
                                    '--password (or GLOADDRIVER_PASSWORD)'
-                                   % (c.host, c.port, c.user, e.args[-1] if e.args else e))
+                                   % (host, port, user, e.args[-1] if e.args else e))
 
-    def open(self):
-        c = self.config
+    def _open(self):
+        opts = self.config.opts
         first = self._connect()
         try:
-            space = first.schema.get_space(c.space)
+            space = first.schema.get_space(opts.space)
         except tnt_error.SchemaError:
             raise errors.SchemaError(
                 'Tarantool at %s:%s has no space %r; create it (box.schema.space.create(%r) '
-                'with a primary index) or use --spawn' % (c.host, c.port, c.space, c.space))
+                'with a primary index) or use --spawn'
+                % (opts.host, opts.port, opts.space, opts.space))
         self.space_id = space.sid
         try:
             self._version = first.eval('return _TARANTOOL')[0].split('-')[0]
         except Exception:
             self._version = None
-        self.conns = [first] + _spawn_all([self._connect] * (c.greenlets - 1))
-        space = c.space if c.by_name else self.space_id
+        self.conns = [first] + _spawn_all([self._connect] * (self.config.load.greenlets - 1))
+        space = opts.space if opts.by_name else self.space_id
         self._ops = [make_ops(conn, space, self.values) for conn in self.conns]
 
     def worker_ops(self, worker):
@@ -138,7 +142,6 @@ class SyncBackend(object):
     def server_version(self):
         return self._version
 
-
     def close(self):
         for conn in self.conns:
             try:
@@ -146,3 +149,13 @@ class SyncBackend(object):
             except Exception:
                 pass
         self.conns = []
+
+
+def _spawn_all(fns):
+    """Run fns concurrently; re-raise the first error."""
+    jobs = [gevent.spawn(fn) for fn in fns]
+    gevent.joinall(jobs)
+    for j in jobs:
+        if j.exception is not None:
+            raise j.exception
+    return [j.value for j in jobs]

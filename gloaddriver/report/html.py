@@ -15,8 +15,9 @@ import io
 import json
 import math
 
-from gloaddriver import report, stats
-from gloaddriver.svg import bar_chart, esc, line_chart
+from gloaddriver.measure import stats
+from gloaddriver.report import text as report
+from gloaddriver.report.svg import bar_chart, esc, line_chart
 
 _NINES = [(0.0, '0%'), (90.0, '90%'), (99.0, '99%'), (99.9, '99.9%'), (99.99, '99.99%'),
           (99.999, '99.999%'), (99.9999, '99.9999%')]

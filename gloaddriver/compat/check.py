@@ -10,7 +10,6 @@ Exit 0 only when no check fails.
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import glob
 import hashlib
 import json
 import os
@@ -18,9 +17,9 @@ import subprocess
 import sys
 import tempfile
 
-from gloaddriver import errors
+from gloaddriver import backends, errors
+from gloaddriver.compat.envs import ROOT, CompatError, ensure_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Syscalls whose rate may differ for reasons we know: listed as EXPLAINED with
 # their cause; the total less these must still agree within the tolerance.
@@ -41,88 +40,6 @@ KNOWN_SYSCALL_CAUSES = {
 NOISE_PER_OP = 0.01     # rates below this on both sides are not compared
 
 
-class CompatError(errors.GloadError):
-    pass
-
-
-# -- environments -------------------------------------------------------------------
-
-def _version_of(exe):
-    try:
-        out = subprocess.check_output([exe, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'],
-                                      stderr=subprocess.STDOUT)
-        return out.decode().strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def find_interpreter(spec):
-    """A path to a working interpreter for 'python2.7', '3.13', or a path."""
-    if os.sep in spec:
-        return spec if _version_of(spec) else None
-    name = spec if spec.startswith('python') else 'python' + spec
-    want = name[len('python'):]
-    candidates = []
-    for d in os.environ.get('PATH', '').split(os.pathsep):
-        candidates.append(os.path.join(d, name))
-    try:
-        root = subprocess.check_output(['pyenv', 'root'], stderr=subprocess.STDOUT).decode().strip()
-        candidates += sorted(glob.glob(os.path.join(root, 'versions', want + '*', 'bin', 'python')))
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    for c in candidates:
-        v = _version_of(c) if os.path.exists(c) else None
-        if v and (not want or v == want or v.startswith(want)):
-            return c
-    return None
-
-
-def _ready(exe):
-    code = 'import gevent, greenlet, msgpack, hdrh, tarantool, gloaddriver'
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.call([exe, '-c', code], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE) == 0
-
-
-def ensure_env(spec, say):
-    """The python of an environment where gloaddriver runs on ``spec``; built if need be."""
-    exe = find_interpreter(spec)
-    if exe is None:
-        raise CompatError('interpreter %r not found (looked on PATH and in pyenv); install it '
-                          'or pass a path to one' % spec)
-    if _ready(exe):
-        return exe
-    version = _version_of(exe)
-    venv = os.path.join(ROOT, '.venv', 'compat-%s' % version)
-    py = os.path.join(venv, 'bin', 'python')
-    if os.path.exists(py) and _ready(py):
-        return py
-    say('setting up %s for Python %s (first time only)' % (venv, version))
-    try:
-        if version.startswith('2.'):
-            if subprocess.call([exe, '-m', 'virtualenv', '--version'], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE) != 0:
-                _run([exe, '-m', 'pip', 'install', '-q', 'virtualenv<20.16'])
-            _run([exe, '-m', 'virtualenv', '-q', venv])
-        else:
-            _run([exe, '-m', 'venv', venv])
-            if version == '3.6':
-                _run([py, '-m', 'pip', 'install', '-q', 'pip<22'])
-        _run([py, '-m', 'pip', 'install', '-q', '--disable-pip-version-check', '-e', ROOT])
-    except CompatError as e:
-        raise CompatError('cannot set up Python %s (%s) for gloaddriver: %s' % (version, exe, e))
-    if not _ready(py):
-        raise CompatError('Python %s at %s still cannot import gloaddriver after setup' % (version, py))
-    return py
-
-
-def _run(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = p.communicate()[0].decode('utf-8', 'replace').strip().splitlines()
-    if p.returncode != 0:
-        raise CompatError('%s failed: %s' % (' '.join(cmd[:4]), out[-1] if out else p.returncode))
-
-
 # -- one side -------------------------------------------------------------------------
 
 class Side(object):
@@ -137,41 +54,29 @@ class Side(object):
         self.stored = None
 
 
-def _env(server):
-    return dict(os.environ, PYTHONPATH=ROOT, GLOADDRIVER_PASSWORD=server.password)
+def _env(target):
+    return dict(os.environ, PYTHONPATH=ROOT, GLOADDRIVER_PASSWORD=target.password)
 
 
-def _probe(side, server, args):
-    a = dict(args, host=server.host, port=server.port, user=server.user,
-             backend=getattr(server, 'name', 'tarantool'), dsn=_pg_dsn(server))
-    p = subprocess.Popen([side.exe, '-m', 'gloaddriver.compat_probe', json.dumps(a)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(server), cwd=ROOT)
+def _probe(side, target, args):
+    a = dict(args, **target.probe_args())
+    p = subprocess.Popen([side.exe, '-m', 'gloaddriver.compat.probe', json.dumps(a)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(target), cwd=ROOT)
     out, err = p.communicate()
     if p.returncode != 0:
         raise CompatError('probe on %s failed: %s' % (side.exe, err.decode()[-400:]))
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
-def _pg_dsn(server):
-    if getattr(server, 'name', None) != 'postgres':
-        return None
-    return 'host=%s port=%d dbname=%s user=%s sslmode=disable' % (
-        server.host, server.port, server.database, server.user)
-
-
-def _drive(side, server, opts):
+def _drive(side, target, opts):
     fd, path = tempfile.mkstemp(suffix='.json')
     os.close(fd)
     common = ['--greenlets', str(opts.greenlets), '--ops', str(opts.ops), '--seed', str(opts.seed),
               '--phases', 'insert,select,update', '--value-size', str(opts.value_size),
               '--warmup', '0.3', '--checksum', '--progress', '0', '--json', path]
-    if opts.backend == 'postgres':
-        target = ['--backend', 'postgres', '--dsn', _pg_dsn(server), '--table', side.space]
-    else:
-        target = ['--uri', server.uri, '--user', server.user, '--space', side.space, '--by-name']
-    argv = [side.exe, '-m', 'gloaddriver'] + target + common
+    argv = [side.exe, '-m', 'gloaddriver'] + target.target_argv(side.space) + common
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=_env(server), cwd=ROOT)
+                         env=_env(target), cwd=ROOT)
     out, err = p.communicate()
     try:
         with open(path) as f:
@@ -181,25 +86,6 @@ def _drive(side, server, opts):
                           % (side.exe, p.returncode, err.decode()[-400:]))
     finally:
         os.unlink(path)
-
-
-def _stored_digest_pg(server, table):
-    import psycopg2
-    psycopg2.extensions.set_wait_callback(None)
-    conn = psycopg2.connect(server.dsn)
-    try:
-        cur = conn.cursor()
-        cur.execute("SELECT count(*), md5(coalesce(string_agg(id::text || ':' || value, ',' "
-                    "ORDER BY id), '')) FROM %s" % table)
-        return cur.fetchone()
-    finally:
-        conn.close()
-
-
-def _stored_digest(conn, space):
-    return conn.eval(u"""local parts = {} for _, x in box.space[...]:pairs() do
-                         parts[#parts + 1] = require('msgpack').encode(x) end
-                         return #parts, require('digest').sha1_hex(table.concat(parts))""", space)
 
 
 # -- the checks ------------------------------------------------------------------------
@@ -227,8 +113,11 @@ def _per_op_syscalls(result):
     return dict((k, v / att) for k, v in counts.items()), result['phases'][0]['syscalls']['source']
 
 
-def checks(a, b, tolerance):
+def checks(a, b, tolerance, not_applicable=None):
+    """The eleven rows of the verdict. A check the connector cannot support (it keeps no
+    request counts, say) is N/A, for the reason ``not_applicable`` gives."""
     rows = []
+    not_applicable = not_applicable or {}
 
     def row(name, va, vb, verdict, why=''):
         rows.append({'check': name, 'A': va, 'B': vb, 'verdict': verdict, 'why': why})
@@ -236,7 +125,8 @@ def checks(a, b, tolerance):
     # 1. fingerprint
     pure = [s.label for s in (a, b) if not s.probe['fingerprint']['msgpack_c_extension']]
     row('1 fingerprint', _fp(a), _fp(b), 'FAIL' if pure else 'PASS',
-        'msgpack runs its pure-Python fallback on %s (~6x slower per design.md): install its C extension'
+        'msgpack runs its pure-Python fallback on %s (several times slower): install its C '
+        'extension'
         % ' and '.join(pure) if pure else '')
     # 2. wire bytes
     wa, wb = a.probe['wire'], b.probe['wire']
@@ -277,17 +167,19 @@ def checks(a, b, tolerance):
     else:
         row('5 cross-read', cross(a), cross(b), 'PASS')
     # 6. requests per op, schema fetches
-    postgres = 'connection' not in a.result['phases'][0]
-    if postgres:
-        row('6 requests per op', 'n/a', 'n/a', 'N/A', 'psycopg2 sends one statement per op and '
-            'looks nothing up by name: there is no connector-side count to compare')
+    # A connector without its own counts (no 'connection' block) has no request or
+    # batching figures to compare.
+    uncounted = 'connection' not in a.result['phases'][0]
+    if uncounted:
+        row('6 requests per op', 'n/a', 'n/a', 'N/A', not_applicable.get(
+            '6 requests per op', 'the connector keeps no request counts'))
 
     def reqs(s):
         att = _sum(s.result, 'attempted')
         req = sum(p['connection']['requests'] for p in s.result['phases'])
         fetch = sum(p['connection']['schema_fetches'] for p in s.result['phases'])
         return req / att, fetch
-    if not postgres:
+    if not uncounted:
         (ra, fa), (rb, fb) = reqs(a), reqs(b)
         why = []
         for s, r, f in ((a, ra, fa), (b, rb, fb)):
@@ -341,16 +233,16 @@ def checks(a, b, tolerance):
             out.append((p['name'], bt.get('requests_per_send') or 0, bt.get('responses_per_recv') or 0))
         return out
     ba, bb = batch(a), batch(b)
-    if postgres:
+    if uncounted:
         ba = bb = []
-        row('8 batching (req/send, resp/recv)', 'n/a', 'n/a', 'N/A',
-            'psycopg2 runs one statement per round trip per connection: nothing is batched')
+        row('8 batching (req/send, resp/recv)', 'n/a', 'n/a', 'N/A', not_applicable.get(
+            '8 batching (req/send, resp/recv)', 'the connector keeps no batching counts'))
     off = ['%s %s %.1f vs %.1f' % (n, what, x, y)
            for (n, r1, s1), (_n, r2, s2) in zip(ba, bb)
            for what, x, y in (('req/send', r1, r2), ('resp/recv', s1, s2))
            if max(x, y) and max(x, y) / max(min(x, y), 1e-9) - 1 > tolerance / 100.0]
     fmt_b = lambda bs: ', '.join('%s %.1f/%.1f' % x for x in bs)
-    if not postgres:
+    if not uncounted:
         row('8 batching (req/send, resp/recv)', fmt_b(ba), fmt_b(bb), 'FAIL' if off else 'PASS',
             '; '.join(off))
     # 9. result checksums and row counts
@@ -386,9 +278,10 @@ def parse(argv):
     ap = argparse.ArgumentParser(prog='gloaddriver compat', description=__doc__.split('\n')[0])
     ap.add_argument('--python', action='append', required=True,
                     help='an interpreter (python2.7, 3.13, or a path); give two')
-    ap.add_argument('--backend', choices=['tarantool', 'postgres'], default='tarantool')
+    ap.add_argument('--backend', choices=backends.names(), default=backends.DEFAULT)
     ap.add_argument('--greenlets', type=int, default=None,
-                    help='default 100 for tarantool, 10 for postgres (a pool of as many)')
+                    help='default: the backend\'s (100 for tarantool, 10 for postgres with a '
+                         'pool of as many)')
     ap.add_argument('--ops', type=int, default=50000, help='ops per phase')
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--value-size', type=int, default=1536)
@@ -400,68 +293,39 @@ def parse(argv):
     return args
 
 
-def _run_tarantool(sides, opts, say):
-    from gloaddriver.servers import TarantoolServer
-    from gloaddriver.backends.tarantool.connection import Connection
-    with TarantoolServer() as server:
-        conn = Connection(server.host, server.port, server.user, server.password).connect()
-        try:
-            for s in sides:
-                conn.eval(u"""local s = box.schema.space.create(..., {format = {
-                                 {'id', 'unsigned'}, {'value', 'string'}}})
-                             s:create_index('primary')""", s.space)
-            _run_sides(sides, server, opts, say, lambda space: _stored_digest(conn, space))
-        finally:
-            conn.close()
-
-
-def _run_postgres(sides, opts, say):
-    import psycopg2
-    from gloaddriver.servers import PostgresServer
-    from gloaddriver.backends.postgres.backend import SCHEMA_KV
-    with PostgresServer() as server:
-        psycopg2.extensions.set_wait_callback(None)
-        conn = psycopg2.connect(server.dsn)
-        conn.autocommit = True
-        try:
-            for s in sides:
-                conn.cursor().execute(SCHEMA_KV.format(t=s.space))
-        finally:
-            conn.close()
-        _run_sides(sides, server, opts, say, lambda space: _stored_digest_pg(server, space))
-
-
-def _run_sides(sides, server, opts, say, stored_digest):
+def _run_sides(sides, target, opts, say):
     """Probe, run and digest each side in turn, then let each read the other's data."""
     for s in sides:
         say('%s: %s' % (s.label, s.exe))
-        s.probe = _probe(s, server, {'mode': 'self', 'space': s.space, 'typed': s.typed})
-        s.result = _drive(s, server, opts)
-        s.stored = tuple(stored_digest(s.space))
+        s.probe = _probe(s, target, {'mode': 'self', 'space': s.space, 'typed': s.typed})
+        s.result = _drive(s, target, opts)
+        s.stored = target.digest(s.space)
     for s, other in ((sides[0], sides[1]), (sides[1], sides[0])):
-        s.cross = _probe(s, server, {'mode': 'crossread', 'space': other.space,
+        s.cross = _probe(s, target, {'mode': 'crossread', 'space': other.space,
                                      'typed': other.typed,
                                      'value_size': opts.value_size})['crossread']
 
 
 def main(argv):
     opts = parse(argv)
+    side_of = backends.get(opts.backend).compat
     if opts.greenlets is None:
-        opts.greenlets = 10 if opts.backend == 'postgres' else 100
+        opts.greenlets = side_of.GREENLETS
 
     def say(text):
         sys.stderr.write('compat: %s\n' % text)
         sys.stderr.flush()
     try:
         sides = [Side(label, ensure_env(spec, say)) for label, spec in zip('AB', opts.python)]
-        if opts.backend == 'postgres':
-            _run_postgres(sides, opts, say)
-        else:
-            _run_tarantool(sides, opts, say)
+        target = side_of.Target([s.space for s in sides])
+        try:
+            _run_sides(sides, target, opts, say)
+        finally:
+            target.close()
     except (CompatError, errors.SetupError) as e:
         say(str(e))
-        return 3
-    rows = checks(sides[0], sides[1], opts.tolerance)
+        return errors.EXIT_SETUP
+    rows = checks(sides[0], sides[1], opts.tolerance, side_of.NOT_APPLICABLE)
     rows.sort(key=lambda r: int(r['check'].split()[0]))
     print('gloaddriver compat (%s): %s greenlets, %s ops per phase (insert, select, update), '
           'seed %d, tolerance %.0f%%' % (opts.backend, opts.greenlets, '{:,}'.format(opts.ops),

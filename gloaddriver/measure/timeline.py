@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 
 import gevent
 
-from gloaddriver import stats, syscalls
+from gloaddriver.measure import stats, syscalls
 
 MAX_ROWS = 600
 _COUNTS = ('attempted', 'ok', 'errors')

@@ -3,9 +3,9 @@
 yappi with its greenlet context backend is the default: time is charged to
 the greenlet that ran it (a worker parked in the hub is not "running"), and
 greenlet names say what each context was (worker-7, tarantool-0-reader...).
-Wall clock by default; the cpu clock costs more per call (design.md: 4-16x), and each of
-its reads is a real clock_gettime syscall, which the report leaves out of
-syscalls/op. GreenletProfiler (2.7 only) is an optional alternative.
+Wall clock by default; the cpu clock costs several times more per call, and
+each of its reads is a real clock_gettime syscall, which the report leaves out
+of syscalls/op. GreenletProfiler (2.7 only) is an optional alternative.
 
 A profiled run's ops/s and latencies include the profiler's cost: they are
 where-the-time-goes figures, not throughput figures, and the report says so.

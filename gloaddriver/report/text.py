@@ -41,8 +41,8 @@ def headline(result):
     """What ran against what: the report's first line."""
     m = result['manifest']
     srv = m['server']
-    where = '%s %s at %s' % ('PostgreSQL' if m['backend'] == 'postgres' else 'Tarantool',
-                             srv.get('version') or '', srv['address'])
+    where = '%s %s at %s' % (srv.get('product') or m['backend'], srv.get('version') or '',
+                             srv['address'])
     if srv.get('spawned'):
         where += ' (spawned, wal_mode=%s)' % srv.get('wal_mode')
     return 'gloaddriver %s: %s; %s; %s, msgpack %s%s' % (

@@ -12,7 +12,7 @@ import sys
 import time
 
 from gloaddriver import __version__
-from gloaddriver.compat import CLOCK_NAME
+from gloaddriver._compat import CLOCK_NAME
 
 DEPENDENCIES = ('gevent', 'greenlet', 'msgpack', 'tarantool', 'psycopg2-binary', 'psycogreen',
                 'hdrhistogram', 'yappi')
@@ -35,7 +35,8 @@ def _dist_version(name):
 
 
 def msgpack_c_extension():
-    """True when msgpack runs its C extension (design.md: the pure fallback is ~6x slower)."""
+    """True when msgpack runs its C extension (its pure-Python fallback is several times
+    slower, and would make the driver measure itself)."""
     try:
         from msgpack import _cmsgpack  # noqa: F401  (msgpack >= 0.6)
         return True
@@ -77,49 +78,32 @@ def _cpus():
         return multiprocessing.cpu_count()
 
 
-def build(config, backend, server_settings, syscall_source, syscall_reason, profiler=None):
+def build(config, kind, backend, server_settings, counter, profiler=None):
+    """The manifest of a run: this machine and interpreter, the flags, the server, the
+    connector (from its backend kind)."""
     m = fingerprint()
+    load = config.load
     m.update({
         'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
         'argv': list(config.argv),
         'backend': config.backend,
-        'connector': config.connector,
         'connector_detail': backend.describe(),
-        'greenlets': config.greenlets,
-        'connections': config.connections if config.connector == 'buffered' else config.greenlets,
-        'server': dict(server_settings, address=_address(config, backend),
-                       version=_version(backend)),
-        'seed': config.seed,
-        'ops_per_phase': config.ops,
-        'duration_per_phase': config.duration,
-        'warmup_seconds': config.warmup,
-        'keys': config.keys,
-        'distribution': config.distribution,
-        'value_size': config.value_size,
-        'phases': [{'name': p.name, 'weights': dict(p.weights)} for p in config.phases],
-        'timeout': config.timeout,
-        'overlap': config.overlap if config.connector == 'buffered' else None,
-        'workload': config.workload,
-        'shard': '%d/%d' % config.shard if config.shard else None,
-        'pool_size': config.pool_size if config.backend == 'postgres' else None,
-        'prepared': config.prepared if config.backend == 'postgres' else None,
-        'wait_callback': config.wait_callback if config.backend == 'postgres' else None,
-        'syscall_source': syscall_source,
-        'syscall_reason': syscall_reason,
+        'greenlets': load.greenlets,
+        'server': dict(server_settings, address=backend.address(),
+                       version=backend.server_version(), product=kind.title),
+        'seed': load.seed,
+        'ops_per_phase': load.ops,
+        'duration_per_phase': load.duration,
+        'warmup_seconds': load.warmup,
+        'keys': load.keys,
+        'distribution': load.distribution,
+        'value_size': load.value_size,
+        'phases': [{'name': p.name, 'weights': dict(p.weights)} for p in load.phases],
+        'timeout': config.limits.timeout,
+        'shard': '%d/%d' % load.shard if load.shard else None,
+        'syscall_source': counter.source,
+        'syscall_reason': counter.reason,
         'profiler': profiler,
     })
+    m.update(kind.manifest(config))
     return m
-
-
-def _address(config, backend):
-    if config.backend == 'postgres':
-        addr = getattr(backend, 'address', None)
-        return (addr() if callable(addr) else addr) or 'libpq default'
-    return '%s:%s' % (config.host, config.port)
-
-
-def _version(backend):
-    v = getattr(backend, 'server_version', None)
-    if callable(v):
-        return v()
-    return getattr(backend, 'version', None)

@@ -1,4 +1,5 @@
-"""The Tarantool workload: insert/select/update/delete of (key, value) tuples.
+"""The Tarantool workload on the buffered connector: insert/select/update/delete, scan
+and read-modify-write of (key, value) tuples.
 
 Gives the runner one callable per op and worker, ``fn(key)``, returning the
 result rows (empty = the key was not there). The buffered connector shares
@@ -7,9 +8,8 @@ result rows (empty = the key was not there). The buffered connector shares
 """
 from __future__ import absolute_import, division, print_function
 
-import gevent
-
 from gloaddriver import errors, workload
+from gloaddriver.backends import base
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool.connection import Connection
 
@@ -88,31 +88,55 @@ def _ops_by_name(conn, name, values):
             'scan': op_scan, 'rmw': op_rmw}
 
 
-class BufferedBackend(object):
+class TarantoolBackend(base.Backend):
+    """What both Tarantool connectors share: the address, the metrics sampler, and
+    the hint a refused connection gets."""
+
+    def address(self):
+        return '%s:%s' % (self.config.opts.host, self.config.opts.port)
+
+    def server_metrics(self, pid):
+        from gloaddriver.backends.tarantool import metrics
+        c = self.config
+        return metrics.sampler(c.opts, c.target, c.limits, pid)
+
+    def open(self):
+        try:
+            self._open()
+        except errors.ConnectError as e:
+            raise errors.ConnectError('%s. Start a server there, point --uri at one, or use '
+                                      '--spawn for a private one' % e)
+
+    def _open(self):
+        raise NotImplementedError
+
+
+class BufferedBackend(TarantoolBackend):
     connector = 'buffered'
 
     def __init__(self, config):
-        self.config = config
+        base.Backend.__init__(self, config)
         self.conns = []
         self.space_id = None
-        self.values = workload.values(config.value_size)
+        self.values = workload.values(config.load.value_size)
         self._ops = []
 
     def describe(self):
-        c = self.config
+        n = self.config.opts.connections
         return 'buffered connector, %d greenlets on %d connection%s' % (
-            c.greenlets, c.connections, '' if c.connections == 1 else 's')
+            self.config.load.greenlets, n, '' if n == 1 else 's')
 
-    def open(self):
+    def _open(self):
         c = self.config
-        for i in range(c.connections):
-            conn = Connection(c.host, c.port, c.user, c.password, timeout=c.timeout,
-                              connect_timeout=c.connect_timeout, max_pending=c.max_pending,
-                              outage_limit=c.outage_limit, overlap=c.overlap,
-                              name='tarantool-%d' % i)
+        opts, limits = c.opts, c.limits
+        for i in range(opts.connections):
+            conn = Connection(opts.host, opts.port, c.target.user, c.target.password,
+                              timeout=limits.timeout, connect_timeout=limits.connect_timeout,
+                              max_pending=opts.max_pending, outage_limit=limits.outage_limit,
+                              overlap=opts.overlap, name='tarantool-%d' % i)
             self.conns.append(conn.connect())
-        self.space_id = check_space(self.conns[0], c.space)
-        name = c.space if c.by_name else None
+        self.space_id = check_space(self.conns[0], opts.space)
+        name = opts.space if opts.by_name else None
         self._ops = [make_ops(conn, self.space_id, self.values, name) for conn in self.conns]
 
     def worker_ops(self, worker):
@@ -151,20 +175,3 @@ def check_space(conn, space):
     except errors.OpError as e:
         raise errors.SetupError('cannot read the schema of %s: %s' % (conn.address, e))
     return sid
-
-
-def make_backend(config):
-    if config.connector == 'sync':
-        from gloaddriver.backends.tarantool.sync import SyncBackend
-        return SyncBackend(config)
-    return BufferedBackend(config)
-
-
-def _spawn_all(fns):
-    """Run fns concurrently; re-raise the first error."""
-    jobs = [gevent.spawn(fn) for fn in fns]
-    gevent.joinall(jobs)
-    for j in jobs:
-        if j.exception is not None:
-            raise j.exception
-    return [j.value for j in jobs]

@@ -8,18 +8,17 @@ ok / failed (by kind) / timed out. The checks in ``OpStats.check`` prove it.
 """
 from __future__ import absolute_import, division, print_function
 
-import resource
 import sys
 from bisect import bisect_right
 
 import gevent
 
 from gloaddriver import errors
-from gloaddriver import keys as keygen
-from gloaddriver import stats
-from gloaddriver import syscalls
-from gloaddriver.compat import clock, spawn_named
-from gloaddriver.timeline import Timeline
+from gloaddriver._compat import clock, spawn_named
+from gloaddriver.measure import phase as shape
+from gloaddriver.measure import stats, syscalls
+from gloaddriver.measure.timeline import Timeline
+from gloaddriver.workload import keys as keygen
 
 UNLIMITED = sys.maxsize
 
@@ -115,7 +114,7 @@ class Schedule(object):
         return t
 
 
-LATE_AFTER = 0.001   # an op that starts more than 1 ms behind schedule is late
+LATE_AFTER = shape.LATE_AFTER
 
 
 def _run_open(budget, pick, schedule, limit, clock=clock):
@@ -157,9 +156,13 @@ def _run_open(budget, pick, schedule, limit, clock=clock):
 
 
 class Run(object):
+    """The phases of one run through one backend (gloaddriver.backends.base.Backend)."""
+
     def __init__(self, config, backend, counter, progress_out=None, profiler=None,
                  server_metrics=None):
-        self.config = config
+        self.load = config.load
+        self.output = config.output
+        self.outage_limit = config.limits.outage_limit
         self.backend = backend
         self.counter = counter
         self.profiler = profiler
@@ -172,9 +175,9 @@ class Run(object):
     # -- phases ---------------------------------------------------------------
 
     def execute(self):
-        if self.config.warmup > 0:
+        if self.load.warmup > 0:
             self._warmup()
-        for index, spec in enumerate(self.config.phases):
+        for index, spec in enumerate(self.load.phases):
             self.phases.append(self._run_phase(index, spec))
             if self.aborted:
                 break
@@ -182,7 +185,7 @@ class Run(object):
 
     def _warmup(self):
         """Unrecorded selects so the hub, connections and caches are warm."""
-        cfg = self.config
+        cfg = self.load
         budget = Budget(UNLIMITED)
         st = stats.OpStats('warmup')
         workers = []
@@ -196,7 +199,7 @@ class Run(object):
 
     def _shard_range(self):
         """(first key, number of keys) of this shard's part of [0, --keys)."""
-        cfg = self.config
+        cfg = self.load
         if not cfg.shard:
             return 0, cfg.keys
         i, n = cfg.shard
@@ -204,7 +207,7 @@ class Run(object):
         return lo, max(hi - lo, 1)
 
     def _key_source(self, spec, op, worker, shared):
-        cfg = self.config
+        cfg = self.load
         lo, size = self._shard_range()
         if 'insert' in dict(spec.weights) and 'insert' not in shared:
             # Inserts always take fresh sequential keys: in a phase of their
@@ -233,28 +236,23 @@ class Run(object):
         for _name, weight in spec.weights:
             acc += weight
             cumulative.append(acc)
-        rand = keygen.make_rng(self.config.seed, spec.name, 'mix', worker).random
+        rand = keygen.make_rng(self.load.seed, spec.name, 'mix', worker).random
         return lambda: table[bisect_right(cumulative, rand() * acc)]
 
     def _run_phase(self, index, spec):
-        cfg = self.config
+        cfg = self.load
         ops = [stats.OpStats(name) for name, _w in spec.weights]
         # A load phase inserts the whole key space once; others run --ops.
         budget = Budget(self._shard_range()[1] if spec.name == 'load' else (cfg.ops or UNLIMITED))
         shared = {}
         workers = []
-        started = getattr(self.backend, 'phase_started', None)
-        if started is not None:
-            started()
+        self.backend.phase_started()
         # Outside the measured window: the sampler's /proc reads are not the client's.
         server0 = self.server_metrics.sample(cpu=True) if self.server_metrics else None
         intervals = []
         self.perf.enable()
-        sys0 = self.counter.snapshot()
-        io0 = self.backend.io_counts()
-        cpu0 = _cpu()
-        t0 = clock()
-        timeline = Timeline(ops, self.counter, t0, sys0)
+        window = shape.Window(self.counter, self.backend.io_counts).open()
+        timeline = Timeline(ops, self.counter, window.t0, window.sys0)
         if self.profiler is not None:
             self.profiler.start(spec.name)
         schedule = None
@@ -291,33 +289,32 @@ class Run(object):
         gevent.joinall(workers)
         if self.profiler is not None:
             self.profiler.stop()
-        t1 = clock()
-        cpu1 = _cpu()
-        sys1 = self.counter.snapshot()
+        window.close()
         self.perf.disable()
-        io1 = self.backend.io_counts()
         ticker.kill()
         if timer is not None:
             timer.kill()
-        rows = timeline.finish(t1, sys1)   # drains the last latencies
+        rows = timeline.finish(window.t1, window.sys1)   # drains the last latencies
         for st in ops:
             st.check()
         if budget.reason not in (None, 'duration'):
             self.aborted = budget.reason
-        cpu = cpu1 - cpu0
-        result = self._phase_result(spec, ops, t1 - t0, self.counter.delta(sys0, sys1),
-                                    _delta(io0, io1), cpu)
+        # yappi's cpu clock reads the thread CPU time with a real clock_gettime
+        # syscall per profiled call: the profiler's, not the client's.
+        excluded = ('clock_gettime',) if (self.profiler is not None and
+                                          self.profiler.clock == 'cpu') else ()
+        result = shape.from_ops(spec.name, ops, window, self.counter.reason,
+                                (cfg.rate, cfg.arrival, cfg.latency_limit) if cfg.rate else None,
+                                excluded)
         result['timeline'] = rows
-        if sys0 is not None:
-            result['syscalls']['self_reads'] = self.counter.self_reads(sys0, sys1)
+        if window.sys0 is not None:
+            result['syscalls']['self_reads'] = self.counter.self_reads(window.sys0, window.sys1)
         if self.server_metrics is not None:
             server1 = self.server_metrics.sample(cpu=True)
             result['server_metrics'] = {
-                'phase': self.server_metrics.delta(server0, server1, t1 - t0),
+                'phase': self.server_metrics.delta(server0, server1, window.seconds),
                 'intervals': intervals, 'error': self.server_metrics.error}
-        extra = getattr(self.backend, 'phase_extra', None)
-        if extra is not None:
-            result.update(extra())
+        result.update(self.backend.phase_extra())
         if self.profiler is not None:
             # Files are written after the counters were read: their I/O is
             # not the phase's.
@@ -327,8 +324,8 @@ class Run(object):
     # -- the ticker: progress lines and the outage watchdog ----------------------
 
     def _tick(self, name, ops, budget, timeline, intervals):
-        cfg = self.config
-        period = cfg.interval
+        out = self.output
+        period = out.interval
         t0 = prev_t = clock()
         metrics = self.server_metrics
         prev_server = metrics.sample(cpu=False) if metrics else None
@@ -339,20 +336,19 @@ class Run(object):
             row = timeline.close_interval(now, self.counter.snapshot())
             if row['ok']:
                 last_ok = now
-            elif row['errors'] and now - last_ok > cfg.outage_limit:
+            elif row['errors'] and now - last_ok > self.outage_limit:
                 budget.stop('no successful op for %.0f s (last error: %s); aborting the run'
                             % (now - last_ok, _last_sample(ops)))
             server_line = ''
             if metrics is not None:
-                from gloaddriver.server_metrics import describe
                 cur = metrics.sample(cpu=False)
                 d = metrics.delta(prev_server, cur, now - prev_t)
                 prev_server = cur
                 if d is not None:
                     intervals.append(dict(d, t=row['t'], client_ops_per_sec=round(
                         row['attempted'] / row['seconds'], 1) if row['seconds'] > 0 else None))
-                    server_line = describe(d)
-            if cfg.progress > 0:
+                    server_line = metrics.describe(d)
+            if out.progress > 0:
                 n = row['attempted']
                 sys_op = ('%.2f' % (row['syscalls'] / n)) if (row['syscalls'] is not None and n) else '-'
                 p99 = row['latency_us']['p99'] or 0
@@ -363,134 +359,9 @@ class Run(object):
                 self.progress_out.flush()
             prev_t = now
 
-    # -- results --------------------------------------------------------------------
-
-    def _phase_result(self, spec, ops, seconds, sysd, iod, cpu):
-        hist = stats.new_histogram()
-        for st in ops:
-            hist.add(st.hist)
-        res = _counts(ops, seconds, hist, sum(st.sum_us for st in ops))
-        res['name'] = spec.name
-        # user+sys CPU of this process (all its greenlets and threads) per op
-        res['cpu_us_per_op'] = round(cpu * 1e6 / res['attempted'], 2) if res['attempted'] else None
-        res['syscalls'] = self._syscall_block(sysd, iod, res['attempted'])
-        res['batching'] = _batching(sysd, iod, res['attempted'])
-        if len(ops) > 1:
-            res['ops'] = dict((st.name, _counts([st], seconds, st.hist, st.sum_us)) for st in ops)
-        if ops[0].hist_co is not None:
-            self._open_loop_result(res, ops, seconds)
-        if iod:
-            res['connection'] = dict((k, iod[k]) for k in (
-                'reconnects', 'late', 'outage_seconds', 'requests', 'schema_fetches') if k in iod)
-        return res
-
-    def _open_loop_result(self, res, ops, seconds):
-        """With --rate: latency_us/histogram become CO-corrected; service time kept apart."""
-        cfg = self.config
-        co = stats.new_histogram()
-        for st in ops:
-            co.add(st.hist_co)
-        res['service_time_us'] = res['latency_us']
-        res['service_histogram'] = res['histogram']
-        res['latency_us'] = stats.latency_summary(co, sum(st.sum_co for st in ops))
-        res['histogram'] = _text(co.encode())
-        dropped = sum(st.dropped for st in ops)
-        res['rate'] = {
-            'target': cfg.rate, 'arrival': cfg.arrival,
-            'achieved': round(res['attempted'] / seconds, 1) if seconds > 0 else None,
-            'late': sum(st.late for st in ops), 'late_after_ms': LATE_AFTER * 1000,
-            'dropped': dropped, 'scheduled': res['attempted'] + dropped,
-            'latency_limit_ms': cfg.latency_limit * 1000 if cfg.latency_limit else None,
-        }
-        for st in ops:
-            if 'ops' in res:
-                sub = res['ops'][st.name]
-                sub['service_time_us'] = sub['latency_us']
-                sub['latency_us'] = stats.latency_summary(st.hist_co, st.sum_co)
-
-    def _syscall_block(self, sysd, iod, attempted):
-        if sysd is not None:
-            excluded = {}
-            if self.profiler is not None and self.profiler.clock == 'cpu':
-                # yappi's cpu clock reads the thread CPU time with a real
-                # clock_gettime syscall per profiled call: the profiler's, not ours.
-                sysd = dict(sysd)
-                excluded['clock_gettime'] = sysd.pop('clock_gettime', 0)
-                sysd[syscalls.TOTAL] = max(sysd.get(syscalls.TOTAL, 0) - excluded['clock_gettime'], 0)
-            block = syscalls.per_op(sysd, attempted) or {'per_op': None, 'by_name': {}}
-            block['source'] = 'perf_event'
-            block['counts'] = sysd
-            if excluded:
-                block['excluded'] = excluded
-            return block
-        reason = self.counter.reason
-        if iod and attempted:
-            calls = iod['sends'] + iod['recvs']
-            return {'source': 'io_calls', 'lower_bound': True, 'reason': reason,
-                    'per_op': round(calls / attempted, 4),
-                    'network_per_op': round(calls / attempted, 4),
-                    'by_name': {'send': round(iod['sends'] / attempted, 4),
-                                'recv': round(iod['recvs'] / attempted, 4)}}
-        return {'source': None, 'reason': reason, 'per_op': None, 'by_name': {}}
-
-
-def _counts(ops, seconds, hist, sum_us):
-    attempted = sum(st.attempted for st in ops)
-    ok = hist.get_total_count()
-    failed = stats.merge_counts(st.failed for st in ops)
-    timed_out = sum(st.timed_out for st in ops)
-    errors = dict(failed)
-    if timed_out:
-        errors['timeout'] = timed_out
-    samples = {}
-    for st in ops:
-        for k, v in st.samples.items():
-            samples.setdefault(k, v)
-    return {
-        'attempted': attempted, 'ok': ok, 'failed': sum(failed.values()),
-        'timed_out': timed_out, 'errors': errors, 'error_samples': samples,
-        'misses': sum(st.misses for st in ops), 'seconds': round(seconds, 4),
-        'ops_per_sec': round(attempted / seconds, 1) if seconds > 0 else None,
-        'ok_per_sec': round(ok / seconds, 1) if seconds > 0 else None,
-        'latency_us': stats.latency_summary(hist, sum_us),
-        'histogram': _text(hist.encode()),
-        'checksum': '%016x' % (sum(st.checksum for st in ops) % (1 << 64)),
-    }
-
-
-def _batching(sysd, iod, attempted):
-    if iod and iod.get('sends'):
-        return {'source': 'connector',
-                'requests_per_send': round(iod['requests'] / iod['sends'], 2),
-                'responses_per_recv': round(iod['responses'] / iod['recvs'], 2)
-                if iod.get('recvs') else None}
-    if sysd and attempted:
-        sends = sum(sysd.get(k, 0) for k in ('sendto', 'sendmsg'))
-        recvs = sum(sysd.get(k, 0) for k in ('recvfrom', 'recvmsg'))
-        return {'source': 'perf_event',
-                'requests_per_send': round(attempted / sends, 2) if sends else None,
-                'responses_per_recv': round(attempted / recvs, 2) if recvs else None}
-    return {'source': None, 'requests_per_send': None, 'responses_per_recv': None}
-
-
-def _cpu():
-    # getrusage has microsecond resolution; os.times() ticks in 10 ms.
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _delta(a, b):
-    if a is None or b is None:
-        return None
-    return dict((k, b[k] - a[k]) for k in b)
-
 
 def _last_sample(ops):
     for st in ops:
         for v in st.samples.values():
             return v
     return 'none'
-
-
-def _text(value):
-    return value.decode('ascii') if isinstance(value, bytes) else value

@@ -1,7 +1,7 @@
 """Workload profiles: INI files whose keys are gloaddriver's flags.
 
-``--profile NAME`` reads ``profiles/NAME.ini`` of this checkout, ``--profile
-PATH`` any file. One ``[gloaddriver]`` section; a key is a flag without its
+``--profile NAME`` reads ``NAME.ini`` of the profiles shipped in the package
+(``gloaddriver/profiles/``), ``--profile PATH`` any file. One ``[gloaddriver]`` section; a key is a flag without its
 dashes (``greenlets = 100``, ``value-size = 1536``); a flag without a value is
 ``true`` or ``false``. Flags on the command line win over the file (flags >
 environment > profile > defaults). A malformed file gets one line naming the
@@ -22,7 +22,7 @@ from gloaddriver import errors
 
 SECTION = 'gloaddriver'
 PROFILES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            'profiles')
+                            'profiles')   # package data: there in a checkout and a wheel
 TRUE, FALSE = ('true', 'yes', 'on', '1'), ('false', 'no', 'off', '0')
 
 

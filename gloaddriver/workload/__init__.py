@@ -1,24 +1,22 @@
-"""What a run does: phases, op mixes, and the values it writes.
+"""What a run does: phases, op mixes, and the values it writes; keys in ``keys``.
 
-Values follow seed scenario 1: ``string.printable[i % 100] * size``, always as
-text (unicode on 2.7) so both interpreters send and store identical bytes.
+The vocabulary shared by the config, the runner and every backend. Values are
+those of the gtarantool article's 1.5 KB workload, ``string.printable[i % 100] *
+size``, always as text (unicode on 2.7) so both interpreters send and store
+identical bytes.
 """
 from __future__ import absolute_import, division, print_function
 
 import string
 from collections import namedtuple
 
-from gloaddriver.compat import text_type
+from gloaddriver._compat import text_type
 
 # scan (YCSB E): the rows from a key on, 1 to MAX_SCAN of them; rmw (YCSB F):
 # read a row, then write it back changed (two round trips, one latency).
 OPS = ('insert', 'select', 'update', 'delete', 'scan', 'rmw')
 DEFAULT_PHASES = OPS[:4]
 MAX_SCAN = 100
-RELATIONAL_OPS = ('create', 'read')
-RELATIONAL_MIX = 'create=50,read=50'   # seed scenario 2
-# Seed scenario 4, asyncpg's toolbench queries: each is a phase of its own.
-TOOLBENCH_OPS = ('pg_type', 'series', 'bytea', 'arrays')
 
 # A phase: a name, and (op, weight) pairs; one pair = a single-op phase.
 Phase = namedtuple('Phase', 'name weights')
@@ -69,3 +67,15 @@ def parse_mix(text, allowed=OPS):
     if not weights:
         raise ValueError('--mix needs at least one op with a positive weight')
     return (Phase('mix', tuple(weights)),)
+
+
+def phases_from(phases, mix, load, allowed=OPS, default=DEFAULT_PHASES):
+    """The phases of --phases TEXT or --mix TEXT (None when not given), with --load."""
+    if mix and phases:
+        raise ValueError('--phases and --mix exclude each other: a mix is one phase')
+    out = parse_mix(mix, allowed) if mix else parse_phases(phases or ','.join(default), allowed)
+    if load:
+        if not mix:
+            raise ValueError('--load goes with --mix (with --phases, start with insert)')
+        out = (Phase('load', (('insert', 1),)),) + out
+    return out

@@ -18,7 +18,8 @@ import io
 import json
 import sys
 
-from gloaddriver import stats, syscalls, timeline
+from gloaddriver.measure import phase as shape
+from gloaddriver.measure import stats, syscalls, timeline
 
 SKIP_MANIFEST = ('started', 'argv', 'executable', 'hostname')
 
@@ -107,18 +108,17 @@ def _merge_counts(parts):
     hist = stats.new_histogram()
     for p in parts:
         hist.add(stats.decode_histogram(p['histogram']))
-    res = {}
-    for k in ('attempted', 'ok', 'failed', 'timed_out', 'misses'):
-        res[k] = sum(p[k] for p in parts)
     sum_us = sum((p['latency_us'].get('mean') or 0) * p['ok'] for p in parts)
-    res.update(errors=stats.merge_counts(p['errors'] for p in parts),
-               seconds=max(p['seconds'] for p in parts),
-               # parts run side by side: their rates add up
-               ops_per_sec=round(sum(p['ops_per_sec'] or 0 for p in parts), 1),
-               ok_per_sec=round(sum(p.get('ok_per_sec') or 0 for p in parts), 1),
-               latency_us=stats.latency_summary(hist, sum_us),
-               histogram=_text(hist.encode()),
-               error_samples=dict((k, v) for p in parts for k, v in p['error_samples'].items()))
+    errors = stats.merge_counts(p['errors'] for p in parts)
+    timed_out = errors.pop('timeout', 0)
+    res = shape.counts(
+        sum(p['attempted'] for p in parts), sum(p['ok'] for p in parts), errors, timed_out,
+        dict((k, v) for p in parts for k, v in p['error_samples'].items()),
+        sum(p['misses'] for p in parts), max(p['seconds'] for p in parts), hist, sum_us,
+        sum(int(p.get('checksum') or '0', 16) for p in parts))
+    # Parts run side by side: their rates add up.
+    res['ops_per_sec'] = round(sum(p['ops_per_sec'] or 0 for p in parts), 1)
+    res['ok_per_sec'] = round(sum(p.get('ok_per_sec') or 0 for p in parts), 1)
     return res
 
 
@@ -158,7 +158,7 @@ def _merge_open_loop(parts, seconds):
     for k in ('late', 'dropped', 'scheduled'):
         rate[k] = sum(p['rate'][k] for p in parts)
     return {'rate': rate, 'service_time_us': stats.latency_summary(service, sum_us),
-            'service_histogram': _text(service.encode())}
+            'service_histogram': shape.text(service.encode())}
 
 
 def _weighted_batching(parts):
@@ -178,25 +178,21 @@ def _f(v, digits=3):
     return '-' if v is None else '%.*f' % (digits, v)
 
 
-def _text(value):
-    return value.decode('ascii') if isinstance(value, bytes) else value
-
-
 def main(command, argv):
+    from gloaddriver.report import html, output
     if command == 'compare':
         ap = argparse.ArgumentParser(prog='gloaddriver compare',
                                      description='compare result files side by side')
         ap.add_argument('files', nargs='+')
         args = ap.parse_args(argv)
         return compare(args.files)
-    from gloaddriver import html_report
     if command == 'html':
         ap = argparse.ArgumentParser(prog='gloaddriver html',
                                      description='an HTML report from a result file')
         ap.add_argument('result')
         ap.add_argument('out', help='the HTML file to write')
         args = ap.parse_args(argv)
-        html_report.write(load(args.result), args.out)
+        html.write(load(args.result), args.out)
         return 0
     ap = argparse.ArgumentParser(prog='gloaddriver merge',
                                  description='merge the results of shards that ran together')
@@ -204,12 +200,5 @@ def main(command, argv):
     ap.add_argument('--json', default=None, help='write the merged result here')
     ap.add_argument('--html', default=None, help='write an HTML report of the merged result here')
     args = ap.parse_args(argv)
-    merged = merge([load(p) for p in args.files])
-    from gloaddriver import report
-    for line in report.table(merged):
-        print(line)
-    if args.json:
-        report.write_json(merged, args.json)
-    if args.html:
-        html_report.write(merged, args.html)
+    output.write(merge([load(p) for p in args.files]), args.json, args.html)
     return 0

@@ -53,14 +53,15 @@ def _split(total, n, i):
 
 
 def run(config, argv, out=None):
-    from gloaddriver import report, results
-    out = out if out is not None else sys.stdout
-    if config.shard:
+    from gloaddriver import backends
+    from gloaddriver.report import output, results
+    kind = backends.get(config.backend)
+    load = config.load
+    if load.shard:
         raise errors.ConfigError('--processes and --shard together are not supported yet: '
                                  'run one shard per host with --processes 1')
-    if config.workload == 'bulk':
-        raise errors.ConfigError('--processes does not apply to --workload bulk')
-    n = config.processes
+    kind.with_processes(config)
+    n = load.processes
     server = None
     tmp = tempfile.mkdtemp(prefix='gloaddriver-processes-')
     children = []
@@ -68,26 +69,21 @@ def run(config, argv, out=None):
         env = dict(os.environ, **{START_ENV: '1'})
         # --keys from the total --ops: a child would derive it from its share.
         # A profile in argv would bring its own spawn/processes back: override them.
-        base = _child_argv(argv) + ['--progress', '0', '--interval', str(config.interval),
-                                    '--keys', str(config.keys),
+        base = _child_argv(argv) + ['--progress', '0', '--interval', str(config.output.interval),
+                                    '--keys', str(load.keys),
                                     '--no-spawn', '--processes', '1']
-        if config.spawn:
-            if config.backend == 'postgres':
-                from gloaddriver.servers import PostgresServer
-                server = PostgresServer(wal_mode=config.wal_mode).start()
-                base += ['--dsn', 'host=%s port=%d dbname=%s user=%s sslmode=disable' % (
-                    server.host, server.port, server.database, server.user), '--init']
-            else:
-                from gloaddriver.servers import TarantoolServer
-                server = TarantoolServer(space=config.space, wal_mode=config.wal_mode).start()
-                base += ['--uri', server.uri, '--user', server.user]
+        if config.target.spawn:
+            server = kind.spawn(config)
+            extra, extra_env = kind.server_argv(server)
+            base += extra
+            env.update(extra_env)
             env['GLOADDRIVER_PASSWORD'] = server.password
         for i in range(n):
             path = os.path.join(tmp, '%d.json' % i)
-            args = base + ['--shard', '%d/%d' % (i, n), '--ops', str(_split(config.ops, n, i)),
+            args = base + ['--shard', '%d/%d' % (i, n), '--ops', str(_split(load.ops, n, i)),
                            '--json', path]
-            if config.rate:   # --rate is the whole run's: each process takes its share
-                args += ['--rate', repr(config.rate / n)]
+            if load.rate:   # --rate is the whole run's: each process takes its share
+                args += ['--rate', repr(load.rate / n)]
             p = subprocess.Popen([sys.executable, '-m', 'gloaddriver'] + args, env=env,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE)
@@ -119,21 +115,13 @@ def run(config, argv, out=None):
         merged['manifest']['processes'] = n
         merged['manifest']['argv'] = list(config.argv)
         if server is not None:
-            merged['manifest']['server'] = dict(server.settings(), address=server.uri,
-                                                version=parts[0]['manifest']['server'].get('version'))
+            merged['manifest']['server'] = dict(parts[0]['manifest']['server'],
+                                                **server.settings())
         merged['processes'] = parts
-        for line in report.table(merged):
-            out.write(line + '\n')
-        out.write('%d processes, merged: rates add up, percentiles from the summed histograms\n'
-                  % n)
-        out.flush()
+        output.write(merged, config.output.json, config.output.html, out, notes=[
+            '%d processes, merged: rates add up, percentiles from the summed histograms' % n])
         for m in messages:
             sys.stderr.write(m + '\n')
-        if config.json:
-            report.write_json(merged, config.json)
-        if config.html:
-            from gloaddriver import html_report
-            html_report.write(merged, config.html)
         return max(codes)
     finally:
         for p, _path in children:

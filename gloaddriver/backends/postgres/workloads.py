@@ -2,17 +2,15 @@
 
 kv mirrors the Tarantool workload op for op (same keys, same values) on a
 table ``(id bigint primary key, value text)``, so the two backends compare
-directly. relational is seed scenario 2: 50 % "create" (one transaction: 3
-parents with 2, 1 and 2 children) and 50 % "read" (10 parents with their
-children), each a single statement: one round trip per op. Single statements
-run in autocommit: an explicit BEGIN/COMMIT would add two round trips.
-toolbench is seed scenario 4, the queries of asyncpg's driver benchmark: what
-it costs the client to decode rows (many small types, many ints, 1 KB bytea,
-int arrays), the server doing little.
+directly. relational is a parent/child family workload: 50 % "create" (one
+transaction: 3 parents with 2, 1 and 2 children) and 50 % "read" (10 parents
+with their children), each a single statement: one round trip per op. Single
+statements run in autocommit: an explicit BEGIN/COMMIT would add two round
+trips. toolbench is the queries of asyncpg's driver benchmark: what it costs
+the client to decode rows (many small types, many ints, 1 KB bytea, int
+arrays), the server doing little.
 """
 from __future__ import absolute_import, division, print_function
-
-import re
 
 import psycopg2.extensions
 
@@ -20,8 +18,9 @@ import gevent
 import psycopg2
 
 from gloaddriver import errors, workload
+from gloaddriver.backends import base
 from gloaddriver.backends.postgres import pool as pgpool
-from gloaddriver.compat import clock, spawn_named
+from gloaddriver._compat import clock, spawn_named
 
 SCHEMA_KV = """CREATE TABLE IF NOT EXISTS {t} (id bigint PRIMARY KEY, value text NOT NULL)"""
 SCHEMA_RELATIONAL = """
@@ -70,9 +69,6 @@ TOOLBENCH_QUERIES = {
     'arrays': ('SELECT a FROM gloaddriver_tb_arrays', None),
 }
 
-_IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,62}$')
-
-
 def translate(exc, item, password):
     """A psycopg2 error as our exception; marks the connection broken when it is."""
     pgcode = getattr(exc, 'pgcode', None)
@@ -119,14 +115,6 @@ def statement_runner(pool, deadlines, password):
     return run
 
 
-# The driver's own sampling connections say so, and are not counted as load.
-MONITOR_NAME = 'gloaddriver-monitor'
-
-
-def name_monitor(item):
-    item.cur.execute('SET application_name = %s', (MONITOR_NAME,))
-
-
 class PeakMonitor(object):
     """Samples this database's client backends (pg_stat_activity) every 50 ms."""
 
@@ -139,7 +127,7 @@ class PeakMonitor(object):
     def start(self):
         self.peak = 0
         self._item = self.pool.connect(setup=False)   # its own connection, outside the pool
-        name_monitor(self._item)
+        pgpool.name_monitor(self._item)
         self._greenlet = spawn_named('pg-monitor', self._loop)
 
     def _loop(self):
@@ -148,7 +136,7 @@ class PeakMonitor(object):
                 self._item.cur.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                     "AND backend_type = 'client backend' AND pid <> pg_backend_pid() "
-                    "AND application_name <> %s", (MONITOR_NAME,))
+                    "AND application_name <> %s", (pgpool.MONITOR_NAME,))
                 n = self._item.cur.fetchone()[0]
                 if n > self.peak:
                     self.peak = n
@@ -167,7 +155,7 @@ class PeakMonitor(object):
         while True:
             try:
                 self._item = self.pool.connect(setup=False)
-                name_monitor(self._item)
+                pgpool.name_monitor(self._item)
                 return
             except errors.OpError:
                 gevent.sleep(0.2)
@@ -183,19 +171,20 @@ class PeakMonitor(object):
         return self.peak
 
 
-class PostgresBackend(object):
+class PostgresBackend(base.Backend):
     connector = 'psycopg2'
 
     def __init__(self, config, dsn, password):
-        self.config = config
+        base.Backend.__init__(self, config)
+        self.opts = config.opts
         self.dsn = dsn
         self.password = password
-        self.pool = pgpool.Pool(dsn, config.pool_size, password=password,
-                                connect_timeout=config.connect_timeout, timeout=config.timeout,
-                                setup=self._setup_connection)
+        self.pool = pgpool.Pool(dsn, self.opts.pool_size, password=password,
+                                connect_timeout=config.limits.connect_timeout,
+                                timeout=config.limits.timeout, setup=self._setup_connection)
         self.monitor = PeakMonitor(self.pool)
-        self.deadlines = pgpool.Deadlines(config.timeout)
-        self.values = workload.values(config.value_size)
+        self.deadlines = pgpool.Deadlines(config.limits.timeout)
+        self.values = workload.values(config.load.value_size)
         self.max_parent = 0
         self._ops = None
         self._version = None
@@ -203,23 +192,24 @@ class PostgresBackend(object):
         self._io0 = None
 
     def describe(self):
-        c = self.config
+        c = self.opts
         return ('psycopg2 %s, %d greenlets on a pool of %d, %s wait callback%s'
-                % (psycopg2.__version__.split()[0], c.greenlets, c.pool_size, c.wait_callback,
-                   ', prepared statements' if c.prepared else ''))
+                % (psycopg2.__version__.split()[0], self.config.load.greenlets, c.pool_size,
+                   c.wait_callback, ', prepared statements' if c.prepared else ''))
 
     def server_version(self):
         return self._version
 
     def address(self):
-        return self._address
+        return self._address or 'libpq default'
+
+    def server_metrics(self, pid):
+        from gloaddriver.backends.postgres import metrics
+        return metrics.sampler(self.pool, pid)
 
     # -- setup ------------------------------------------------------------------
 
     def open(self):
-        c = self.config
-        if not _IDENT.match(c.table):
-            raise errors.ConfigError('--table must be a plain SQL identifier, got %r' % c.table)
         try:
             item = self.pool.connect(setup=False)   # the tables may not exist yet
         except errors.NotConnected as e:
@@ -240,7 +230,7 @@ class PostgresBackend(object):
         self._ops = self._make_ops()
 
     def _check_schema(self, item):
-        c = self.config
+        c = self.opts
         cur = item.cur
         tables, schema = {
             'kv': ([c.table], SCHEMA_KV.format(t=c.table)),
@@ -263,9 +253,9 @@ class PostgresBackend(object):
             self.max_parent = cur.fetchone()[0]
 
     def _setup_connection(self, item):
-        if not self.config.prepared or self.config.workload != 'kv':
+        if not self.opts.prepared or self.opts.workload != 'kv':
             return
-        t = self.config.table
+        t = self.opts.table
         cur = item.cur
         cur.execute('PREPARE gl_insert (bigint, text) AS INSERT INTO %s (id, value) '
                     'VALUES ($1, $2)' % t)
@@ -280,7 +270,7 @@ class PostgresBackend(object):
     # -- ops --------------------------------------------------------------------
 
     def _make_ops(self):
-        c = self.config
+        c = self.opts
         run = statement_runner(self.pool, self.deadlines, self.password)
         self.deadlines.start()
         if c.workload == 'relational':

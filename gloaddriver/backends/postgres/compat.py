@@ -1,0 +1,164 @@
+"""PostgreSQL's side of ``gloaddriver compat``: the server both interpreters load, the
+flags that point a run at it, the digest of what they stored, and the probe each
+interpreter runs (mogrified wire bytes, typed columns, deliberate errors, reading
+the other side's rows)."""
+from __future__ import absolute_import, division, print_function
+
+import binascii
+import os
+
+from gloaddriver import workload
+from gloaddriver._compat import binary_type, text_type
+from gloaddriver.compat.values import CANONICAL
+
+GREENLETS = 10
+NOT_APPLICABLE = {
+    '6 requests per op': 'psycopg2 sends one statement per op and looks nothing up by name: '
+                         'there is no connector-side count to compare',
+    '8 batching (req/send, resp/recv)': 'psycopg2 runs one statement per round trip per '
+                                        'connection: nothing is batched',
+}
+
+
+def _plain_connect(dsn, password=None):
+    """A blocking psycopg2 connection (no greenlets needed), autocommit."""
+    import psycopg2
+    psycopg2.extensions.set_wait_callback(None)
+    conn = psycopg2.connect(dsn, password=password) if password else psycopg2.connect(dsn)
+    conn.autocommit = True
+    return conn
+
+
+class Target(object):
+    """A private cluster with one kv table per side; ``close()`` removes it."""
+
+    def __init__(self, names):
+        from gloaddriver.backends.postgres.server import PostgresServer
+        from gloaddriver.backends.postgres.workloads import SCHEMA_KV
+        self.server = PostgresServer().start()
+        try:
+            conn = _plain_connect(self.server.dsn)
+            try:
+                for name in names:
+                    conn.cursor().execute(SCHEMA_KV.format(t=name))
+            finally:
+                conn.close()
+        except BaseException:
+            self.server.stop()
+            raise
+        self.password = self.server.password
+        s = self.server
+        self.dsn = 'host=%s port=%d dbname=%s user=%s sslmode=disable' % (
+            s.host, s.port, s.database, s.user)
+
+    def target_argv(self, name):
+        return ['--backend', 'postgres', '--dsn', self.dsn, '--table', name]
+
+    def probe_args(self):
+        return {'backend': 'postgres', 'dsn': self.dsn}
+
+    def digest(self, name):
+        """(rows, md5 of id:value in key order) of what a side stored."""
+        conn = _plain_connect(self.server.dsn)
+        try:
+            cur = conn.cursor()
+            cur.execute("SELECT count(*), md5(coalesce(string_agg(id::text || ':' || value, ',' "
+                        "ORDER BY id), '')) FROM %s" % name)
+            return tuple(cur.fetchone())
+        finally:
+            conn.close()
+
+    def close(self):
+        self.server.stop()
+
+
+def connect(a):
+    from gloaddriver.backends.postgres import pool
+    pool.install('cached')       # the driver's own setup (text as unicode on 2.7)
+    return _plain_connect(a['dsn'], os.environ.get('GLOADDRIVER_PASSWORD'))
+
+
+def _pg_canonical():
+    from psycopg2 import Binary
+    skip = ('map', 'nested list')   # no plain SQL literal for these
+    out = []
+    for label, value in CANONICAL:
+        if label in skip:
+            continue
+        if isinstance(value, binary_type):
+            value = Binary(value)   # the model: binary goes as bytea, explicitly
+        out.append((label, value))
+    out.append(('int array', [1, 2, 3]))
+    out.append(('text array', [u'a', u'caf\xe9']))
+    return out
+
+
+def pg_wire(conn):
+    cur = conn.cursor()
+    return [[label, binascii.hexlify(cur.mogrify('SELECT %s', (value,))).decode('ascii')]
+            for label, value in _pg_canonical()]
+
+
+def _pg_outcome(cur, sql, params):
+    import psycopg2
+    try:
+        cur.execute(sql, params)
+        return 'ok'
+    except psycopg2.Error as e:
+        return 'server:%s' % e.pgcode
+
+
+def pg_typed(conn, table):
+    from psycopg2 import Binary
+    cur = conn.cursor()
+    cur.execute('CREATE TABLE IF NOT EXISTS %s (id int PRIMARY KEY, t text, b bytea, n integer)'
+                % table)
+    sql = 'INSERT INTO %s (id, t, b, n) VALUES (%%s, %%s, %%s, %%s)' % table
+    rows = [('text, binary, int', (1, u'text', Binary(b'bin'), 1)),
+            ('binary into text', (2, Binary(b'bin'), Binary(b'bin'), 1)),
+            ('integer out of range', (3, u't', Binary(b'b'), 2 ** 40)),
+            ('text into integer', (4, u't', Binary(b'b'), u'x')),
+            ('non-ascii text, 00 ff binary', (5, u'caf\xe9', Binary(b'\x00\xff'), 5))]
+    return [[label, _pg_outcome(cur, sql, params)] for label, params in rows]
+
+
+def pg_errors(conn, table):
+    cur = conn.cursor()
+    key = 10 ** 12
+    cur.execute('INSERT INTO %s (id, value) VALUES (%%s, %%s)' % table, (key, u'x'))
+    attempts = ([('INSERT INTO %s (id, value) VALUES (%%s, %%s)' % table, (key, u'dup'))] * 10 +
+                [('INSERT INTO %s (id, value) VALUES (%%s, %%s)' % table, (u'not a number', u'x'))]
+                * 10 +
+                [('SELECT value FROM %s WHERE id = %%s' % table, (u'x',))] * 5)
+    counts = {}
+    for sql, params in attempts:
+        kind = _pg_outcome(cur, sql, params)
+        counts[kind] = counts.get(kind, 0) + 1
+    cur.execute('DELETE FROM %s WHERE id = %%s' % table, (key,))
+    return counts
+
+
+def pg_crossread(conn, a):
+    values = workload.values(a['value_size'])
+    cur = conn.cursor()
+    cur.execute('SELECT id, value FROM %s ORDER BY id' % a['space'])
+    rows = cur.fetchall()
+    mismatches = [r[0] for r in rows if r[1] != values[(r[0] + 1) % 100]]
+    cur.execute('SELECT t, b FROM %s WHERE id = 1' % a['typed'])
+    first = cur.fetchone()
+    binary_ok = first is not None and isinstance(first[0], text_type) and \
+        bytes(first[1]) == b'bin'
+
+    def lookup(key):
+        cur.execute('SELECT 1 FROM %s WHERE t = %%s' % a['typed'], (key,))
+        return 'hit' if cur.fetchone() else 'miss'
+    return {'rows': len(rows), 'mismatches': mismatches[:5], 'n_mismatches': len(mismatches),
+            'text_ok': all(isinstance(r[1], text_type) for r in rows), 'binary_ok': binary_ok,
+            'binary_type': type(first[1]).__name__ if first else None,
+            'text_key': lookup(u'text'), 'native_str_key': lookup(str('text')),
+            'native_str_is': 'text' if isinstance(str('x'), text_type) else 'binary'}
+
+
+def probe():
+    return {'connect': connect, 'wire': pg_wire, 'typed': pg_typed, 'errors': pg_errors,
+            'crossread': pg_crossread}

@@ -1,0 +1,198 @@
+"""What every private server (``--spawn``, the demo, the tests) has in common.
+
+Each server gets a fresh temporary directory and a free loopback port, and is
+removed (process and files) by ``stop()``. Each backend subclasses ``Server``
+in its own ``server.py``; nothing here talks a protocol.
+"""
+from __future__ import absolute_import, division, print_function
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from gloaddriver import errors
+
+def free_port():
+    """A loopback TCP port nobody listens on right now."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def _detach():
+    """preexec_fn of a server: own session, and killed if its parent dies.
+
+    PR_SET_PDEATHSIG makes the kernel SIGKILL the server when the process
+    that spawned it exits by any means (even kill -9), so a killed test run
+    or driver never leaves a private server behind.
+    """
+    os.setsid()
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG = 1
+    except Exception:
+        pass
+
+
+def which(name):
+    for d in os.environ.get('PATH', '').split(os.pathsep):
+        path = os.path.join(d, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _wait_listening(port, proc, log_path, what, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise errors.SetupError('%s exited with code %s before listening: %s'
+                                    % (what, proc.returncode, tail(log_path)))
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.settimeout(0.2)
+            if s.connect_ex(('127.0.0.1', port)) == 0:
+                return
+        finally:
+            s.close()
+        time.sleep(0.05)
+    raise errors.SetupError('%s did not listen on port %d within %.0f s: %s'
+                            % (what, port, timeout, tail(log_path)))
+
+
+def tail(path, lines=3):
+    try:
+        with open(path) as f:
+            text = f.read().strip().splitlines()
+        return ' | '.join(text[-lines:]) or '(empty log)'
+    except (IOError, OSError):
+        return '(no log at %s)' % path
+
+
+class Server(object):
+    """A child server process with a temp dir: launch, pause/resume, kill, stop."""
+
+    name = 'server'
+    log_name = 'server.log'
+
+    def __init__(self):
+        self.host = '127.0.0.1'
+        self.port = None
+        self.work_dir = None
+        self.proc = None
+        self._run_as = None   # (uid, gid) when dropping root
+
+    @property
+    def uri(self):
+        return '%s:%d' % (self.host, self.port)
+
+    def _argv(self):
+        raise NotImplementedError
+
+    def _env(self):
+        return dict(os.environ)
+
+    def _launch(self):
+        run_as = self._run_as
+
+        def preexec():
+            if run_as is not None:
+                os.setgid(run_as[1])
+                os.setuid(run_as[0])
+            _detach()
+        with open(os.path.join(self.work_dir, 'stdout.log'), 'w') as out:
+            self.proc = subprocess.Popen(self._argv(), cwd=self.work_dir, env=self._env(),
+                                         stdout=out, stderr=subprocess.STDOUT,
+                                         preexec_fn=preexec)
+
+    def _log_path(self):
+        return os.path.join(self.work_dir, self.log_name)
+
+    def _wait_up(self, timeout):
+        _wait_listening(self.port, self.proc, self._log_path(), self.name, timeout)
+
+    def pause(self):
+        """SIGSTOP the server (tests of stalls)."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def kill(self):
+        """Kill the process but keep the directory and port (to restart later)."""
+        if self.proc is not None and self.proc.poll() is None:
+            # SIGKILL first: a paused server woken by SIGCONT before it would
+            # answer what it had already read, and a test of a dead server
+            # would see replies.
+            self.proc.kill()
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+            self.proc.wait()
+
+    def start(self, timeout=30.0):
+        """Temp dir, free port, prepare, launch, wait until usable; clean up on failure."""
+        self._check()
+        self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-%s-' % self.name)
+        try:
+            self.port = free_port()
+            self._prepare()
+            self._boot(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def restart(self, timeout=30.0):
+        """Start again on the same port and directory."""
+        self.kill()
+        self._boot(timeout)
+
+    def _boot(self, timeout):
+        self._launch()
+        self._wait_up(timeout)
+        self._ready(timeout)
+
+    def _check(self):
+        """Raise SetupError when the server cannot be started here."""
+
+    def _prepare(self):
+        """Write the server's files into work_dir before the first launch."""
+
+    def _ready(self, timeout):
+        pass
+
+    _stop_signal = signal.SIGTERM
+
+    def stop(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.kill(self.proc.pid, signal.SIGCONT)
+                    os.kill(self.proc.pid, self._stop_signal)
+                    deadline = time.time() + 10
+                    while self.proc.poll() is None and time.time() < deadline:
+                        time.sleep(0.02)
+                    if self.proc.poll() is None:
+                        self.proc.kill()
+                        self.proc.wait()
+                except OSError:
+                    pass
+            self.proc = None
+        if self.work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.work_dir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,23 @@
+"""Tarantool's own figures for the server-metrics sampler: ``box.stat()`` request totals
+per type, ``box.info.lsn`` and ``box.slab.info()`` memory, on a connection of its own."""
+from __future__ import absolute_import, division, print_function
+
+from gloaddriver.measure.server_metrics import ServerMetrics
+
+_SAMPLE = u"""local s = box.stat() local sl = box.slab.info()
+return {select = s.SELECT.total, insert = s.INSERT.total, replace = s.REPLACE.total,
+        update = s.UPDATE.total, delete = s.DELETE.total, upsert = s.UPSERT.total,
+        call = s.CALL.total, eval = s.EVAL.total, lsn = box.info.lsn,
+        arena_used = sl.arena_used, items_used = sl.items_used, quota_used = sl.quota_used}"""
+RATES = ('select', 'insert', 'replace', 'update', 'delete', 'upsert', 'call')
+GAUGES = ('lsn', 'arena_used', 'items_used', 'quota_used')
+
+
+def sampler(opts, target, limits, pid=None):
+    from gloaddriver.backends.tarantool.connection import Connection
+    conn = Connection(opts.host, opts.port, target.user, target.password,
+                      timeout=limits.timeout, name='metrics').connect()
+
+    def sample():
+        return dict(conn.eval(_SAMPLE)[0])
+    return ServerMetrics(sample, conn.close, RATES, GAUGES, pid=pid)

@@ -1,0 +1,167 @@
+"""argv -> one immutable Config: flags > environment > profile > defaults.
+
+The Config follows the flag groups: ``target`` (which server, spawned or not),
+``load`` (concurrency and workload), ``limits``, ``output``, ``profiling``,
+and ``opts``, the options of the chosen server kind, made and checked by its
+backend (``gloaddriver.backends``). Every check here is made on parsed values,
+so ``--flag X``, ``--flag=X`` and a profile's ``flag = X`` are judged alike.
+"""
+from __future__ import absolute_import, division, print_function
+
+import os
+import re
+import sys
+from collections import namedtuple
+
+from gloaddriver import backends, errors
+from gloaddriver.config.flags import PASSWORD_ENV, CheckingParser, build_parser, value_flags
+
+Target = namedtuple('Target', 'spawn wal_mode user password')
+Load = namedtuple('Load', [
+    'greenlets', 'processes', 'phases', 'ops', 'duration', 'warmup', 'keys', 'distribution',
+    'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard'])
+Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
+Output = namedtuple('Output', 'json html progress interval syscalls')
+Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler')
+Config = namedtuple('Config', 'backend target load limits output profiling opts profile argv')
+
+__all__ = ['Config', 'Target', 'Load', 'Limits', 'Output', 'Profiling', 'parse', 'mask_argv',
+           'PASSWORD_ENV']
+
+
+def check_output(flag, path):
+    """Refuse an output file that cannot be written before the run, not after it."""
+    if not path:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise errors.ConfigError('%s %s is a directory; give a file name' % (flag, path))
+    if not os.path.isdir(folder):
+        raise errors.ConfigError('%s %s: folder %s does not exist; create it or choose another'
+                                 % (flag, path, folder))
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise errors.ConfigError('%s %s: not writable by this user' % (flag, path))
+
+
+def _foreign_flags(args, kind):
+    """Refuse a flag of another server kind, however it was spelled."""
+    for other in backends.kinds():
+        if other.name == kind.name:
+            continue
+        for dest, flag in other.flag_dests():
+            if getattr(args, dest, None) is not None:
+                raise errors.ConfigError('%s is for --backend %s' % (flag, other.name))
+
+
+def _shard(text):
+    if not text:
+        return None
+    m = re.match(r'^(\d+)/(\d+)$', text)
+    if not m or not int(m.group(1)) < int(m.group(2)):
+        raise errors.ConfigError('--shard takes I/N with 0 <= I < N, e.g. 0/4; got %r' % text)
+    return int(m.group(1)), int(m.group(2))
+
+
+def parse(argv=None, environ=None):
+    """argv -> Config; raises ConfigError for values argparse cannot judge alone."""
+    environ = os.environ if environ is None else environ
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    profile_name = _profile_name(argv)
+    if profile_name:
+        argv = _profile_argv(parser, profile_name) + argv
+    args = parser.parse_args(argv)
+    kind = backends.get(args.backend)
+    _foreign_flags(args, kind)
+
+    if args.mix and args.phases:
+        raise errors.ConfigError('--phases and --mix exclude each other: a mix is one phase')
+    if args.ops == 0 and args.duration == 0:
+        raise errors.ConfigError('--ops 0 needs a --duration, or the phase never ends')
+    if args.timeout <= 0:
+        raise errors.ConfigError('--timeout must be above 0')
+    if not (args.callgrind or args.pstats) and (args.profile_clock or args.profiler):
+        raise errors.ConfigError('--profile-clock and --profiler need --callgrind DIR or '
+                                 '--pstats DIR')
+    if args.rate is not None and args.rate <= 0:
+        raise errors.ConfigError('--rate must be above 0 ops/s')
+    if args.rate is None and (args.arrival is not None or args.latency_limit is not None):
+        raise errors.ConfigError('--arrival and --latency-limit need --rate')
+    for flag, path in (('--json', args.json), ('--html', args.html)):
+        check_output(flag, path)
+    if args.interval is not None and (args.interval <= 0 or (
+            args.progress > 0 and args.interval != args.progress)):
+        raise errors.ConfigError('--interval must be above 0, and it goes with --progress 0 '
+                                 '(with progress lines on, the timeline follows --progress)')
+    opts = kind.options(args)
+    load = Load(
+        greenlets=args.greenlets, processes=args.processes,
+        phases=kind.phases(opts, args.phases, args.mix, args.load), ops=args.ops,
+        duration=args.duration, warmup=args.warmup, keys=args.keys or args.ops or 100000,
+        distribution=args.distribution, value_size=args.value_size, seed=args.seed,
+        checksum=args.checksum, rate=args.rate, arrival=args.arrival or 'constant',
+        latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None,
+        shard=_shard(args.shard))
+    password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
+    return Config(
+        backend=kind.name,
+        target=Target(spawn=args.spawn, wal_mode=args.wal_mode, user=args.user,
+                      password=password),
+        load=load,
+        limits=Limits(timeout=args.timeout, connect_timeout=args.connect_timeout,
+                      outage_limit=args.outage_limit),
+        output=Output(json=args.json, html=args.html, progress=args.progress,
+                      interval=args.interval or (args.progress if args.progress > 0 else 1.0),
+                      syscalls=args.syscalls),
+        profiling=Profiling(callgrind=args.callgrind, pstats=args.pstats,
+                            clock=args.profile_clock or 'wall',
+                            profiler=args.profiler or 'yappi'),
+        opts=opts, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+def _profile_name(argv):
+    for i, a in enumerate(argv):
+        if a == '--profile' and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith('--profile='):
+            return a.split('=', 1)[1]
+    return None
+
+
+def _profile_argv(parser, name):
+    from gloaddriver.config import profile
+    checker = build_parser(CheckingParser)
+
+    def check(part):
+        if part:
+            checker.parse_args(part)
+    return profile.to_argv(name, value_flags(parser), check)
+
+
+_DSN_SECRETS = (re.compile(r'(password\s*=\s*)(\'(?:[^\'\\\\]|\\\\.)*\'|\S+)'),
+                re.compile(r'(://[^:/@\s]*:)([^@\s]*)(@)'))
+
+
+def mask_dsn(dsn):
+    """A DSN (keyword or URI form) with its password replaced by ***."""
+    dsn = _DSN_SECRETS[0].sub(lambda m: m.group(1) + '***', dsn)
+    return _DSN_SECRETS[1].sub(lambda m: m.group(1) + '***' + m.group(3), dsn)
+
+
+def mask_argv(argv):
+    """argv with every password value (flag or inside a DSN) replaced by ***."""
+    out = []
+    hide = None
+    for a in argv:
+        if hide == 'password':
+            out.append('***')
+        elif hide == 'dsn':
+            out.append(mask_dsn(a))
+        elif a.startswith('--password='):
+            out.append('--password=***')
+        elif a.startswith('--dsn='):
+            out.append('--dsn=' + mask_dsn(a[6:]))
+        else:
+            out.append(a)
+        hide = {'--password': 'password', '--dsn': 'dsn'}.get(a) if hide is None else None
+    return out

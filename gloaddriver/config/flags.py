@@ -1,0 +1,154 @@
+"""The flags: the common groups here, one more group per server kind from its backend.
+
+Only argparse lives here: what a flag is called, what it accepts, its help.
+What combinations make sense is judged on the parsed values by
+``gloaddriver.config.parse``.
+"""
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import sys
+
+from gloaddriver import __version__, backends, errors
+from gloaddriver.config.types import count, positive_int, seconds
+from gloaddriver.workload import keys
+
+PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a default only where it says something (not None/flags/already said)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ''
+        if action.default is None or isinstance(action.default, bool) or "default" in text:
+            return text
+        return argparse.ArgumentDefaultsHelpFormatter._get_help_string(self, action)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, no usage dump: what is wrong and where to look.
+        sys.stderr.write('gloaddriver: error: %s (see --help)\n' % message)
+        sys.exit(errors.EXIT_USAGE)
+
+
+class CheckingParser(Parser):
+    """Raises instead of exiting: used to judge one profile value at a time."""
+
+    def error(self, message):
+        raise ValueError(message)
+
+
+def build_parser(cls=None):
+    p = (cls or Parser)(prog='gloaddriver',
+                        description='Push a workload into Tarantool or PostgreSQL from many '
+                                    'gevent greenlets and report ops/s, latency percentiles, '
+                                    'errors and syscalls per op.',
+                        formatter_class=_Formatter)
+    p.add_argument('--version', action='version', version='gloaddriver ' + __version__)
+    p.add_argument('--profile', default=None, metavar='NAME|PATH',
+                   help='a workload file (a shipped profile NAME, or a path); flags given '
+                        'here win')
+    g = p.add_argument_group('target')
+    g.add_argument('--backend', choices=backends.names(), default=backends.DEFAULT,
+                   help='server kind')
+    g.add_argument('--user', default='guest', help='user name')
+    g.add_argument('--password', default=None,
+                   help='password; also read from $%s; never printed' % PASSWORD_ENV)
+    g.add_argument('--spawn', action='store_true',
+                   help='start a private server (temp dir, free port, space or tables '
+                        'created), removed afterwards')
+    g.add_argument('--no-spawn', dest='spawn', action='store_false',
+                   help='use --uri/--dsn even if a profile says spawn = true')
+    g.add_argument('--wal-mode', choices=['none', 'write', 'fsync'], default='none',
+                   help='durability of the --spawn server: Tarantool wal_mode; for PostgreSQL '
+                        'none = fsync, synchronous_commit and full_page_writes off, write = '
+                        'synchronous_commit off, fsync = defaults')
+    g = p.add_argument_group('concurrency')
+    g.add_argument('--greenlets', type=positive_int, default=10, metavar='N',
+                   help='worker greenlets in a closed loop')
+    g.add_argument('--processes', type=positive_int, default=1, metavar='P',
+                   help='P driver processes (one hub each, disjoint keys, --ops split among '
+                        'them), started together; results merged exactly')
+    g = p.add_argument_group('workload')
+    g.add_argument('--phases', default=None,
+                   help='ops to run one after another, each a phase (default: '
+                        'insert,select,update,delete)')
+    g.add_argument('--mix', default=None, metavar='OP=W,...',
+                   help='one phase of weighted random ops, e.g. select=50,insert=50 '
+                        '(inserts use new keys above --keys)')
+    g.add_argument('--rate', type=float, default=None, metavar='OPS_PER_SEC',
+                   help='open loop: start ops on this schedule (workers are the concurrency '
+                        'cap); latency is measured from the intended start (coordinated '
+                        'omission corrected), service time too. Default: closed loop')
+    g.add_argument('--arrival', choices=['constant', 'poisson'], default=None,
+                   help='with --rate: evenly spaced (the default) or Poisson arrivals (seeded)')
+    g.add_argument('--latency-limit', type=float, default=None, metavar='MS',
+                   help='with --rate: skip ops already this far behind schedule and count them '
+                        'as dropped (pgbench -R -L); default: send every op, however late')
+    g.add_argument('--shard', default=None, metavar='I/N',
+                   help='run shard I of N (0-based): keys [I*K/N, (I+1)*K/N) of --keys K, so '
+                        'hosts can share one key space; join the results with "gloaddriver merge"')
+    g.add_argument('--load', action='store_true',
+                   help='before a --mix, insert keys [0, --keys) in a phase named load')
+    g.add_argument('--ops', type=count, default=100000, metavar='N',
+                   help='ops per phase (0 = no limit; then --duration ends a phase)')
+    g.add_argument('--duration', type=seconds, default=0, metavar='SECONDS',
+                   help='time limit per phase (0 = none); whichever of --ops/--duration '
+                        'comes first ends the phase')
+    g.add_argument('--warmup', type=seconds, default=0, metavar='SECONDS',
+                   help='unrecorded select load before the first phase')
+    g.add_argument('--keys', type=positive_int, default=None, metavar='N',
+                   help='key space [0, N) (default: --ops, or 100000)')
+    g.add_argument('--distribution', choices=keys.DISTRIBUTIONS, default='sequential',
+                   help='key choice for select/update/delete (insert phases are '
+                        'always sequential)')
+    g.add_argument('--value-size', type=positive_int, default=1536, metavar='BYTES',
+                   help='characters per value (string.printable[i %% 100] * BYTES)')
+    g.add_argument('--seed', type=int, default=1, help='seed of the random key choices')
+    g.add_argument('--checksum', action='store_true',
+                   help='sum a crc32 of every op\'s result per op type (order-independent; '
+                        'for comparing runs, e.g. by "gloaddriver compat")')
+    g = p.add_argument_group('limits')
+    g.add_argument('--timeout', type=seconds, default=5.0, metavar='SECONDS',
+                   help='per-request timeout')
+    g.add_argument('--connect-timeout', type=seconds, default=3.0, metavar='SECONDS',
+                   help='limit for connecting, greeting and auth')
+    g.add_argument('--outage-limit', type=seconds, default=30.0, metavar='SECONDS',
+                   help='abort the run when the server stays unreachable this long')
+    g = p.add_argument_group('output')
+    g.add_argument('--json', default=None, metavar='FILE', help='write the result as JSON')
+    g.add_argument('--html', default=None, metavar='FILE',
+                   help='write a self-contained HTML report (charts over time, latency '
+                        'distributions, syscalls, server metrics)')
+    g.add_argument('--progress', type=seconds, default=1.0, metavar='SECONDS',
+                   help='progress line to stderr every SECONDS (0 = off)')
+    g.add_argument('--interval', type=seconds, default=None, metavar='SECONDS',
+                   help='timeline resolution (JSON, HTML, server metrics) when --progress is '
+                        '0; otherwise it is the --progress period (default 1)')
+    g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
+                   help='do not open the perf_event syscall counters')
+    for kind in backends.kinds():
+        kind.add_flags(p)
+    g = p.add_argument_group('profiling (where the client CPU goes; see README "Profiling")')
+    g.add_argument('--callgrind', default=None, metavar='DIR',
+                   help='profile each phase; write DIR/callgrind.out.<phase>.<pid> for kcachegrind')
+    g.add_argument('--pstats', default=None, metavar='DIR',
+                   help='profile each phase; write DIR/pstats.<phase>.<pid> (pstats format)')
+    g.add_argument('--profile-clock', choices=['wall', 'cpu'], default=None,
+                   help='wall (the default), or cpu (several times dearer per call; its '
+                        'clock_gettime calls are left out of syscalls/op)')
+    g.add_argument('--profiler', choices=['yappi', 'greenletprofiler'], default=None,
+                   help='yappi (the default); greenletprofiler: Python 2.7 only, when installed')
+    return p
+
+
+def value_flags(parser):
+    """{--flag: takes a value} for every long flag a profile may set."""
+    flags = {}
+    for action in parser._actions:
+        for opt in action.option_strings:
+            if opt.startswith('--') and opt not in ('--help', '--version', '--profile'):
+                flags[opt] = action.nargs != 0
+    return flags

@@ -1,0 +1,87 @@
+"""What the server saw, sampled each interval next to the client's figures.
+
+A backend gives a sampler (``Backend.server_metrics``): a function returning
+the server's cumulative counters, read on a connection of its own, and which of
+them are rates and which gauges. Tarantool, say, gives ``box.stat()`` request
+totals, PostgreSQL ``pg_stat_database``; each backend's ``metrics.py`` says
+what its figures mean. For a server this driver spawned, its CPU over each
+phase comes from /proc (all its processes), read at phase boundaries only.
+Those few queries a second are in the client's syscall counts (well under 0.1 %).
+"""
+from __future__ import absolute_import, division, print_function
+
+import os
+
+_TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
+
+
+def process_cpu_seconds(pid):
+    """user+sys CPU seconds of pid and every live process it started (Linux /proc)."""
+    total = 0.0
+    try:
+        pids = [p for p in os.listdir('/proc') if p.isdigit()]
+    except OSError:
+        return None
+    for p in pids:
+        try:
+            with open('/proc/%s/stat' % p) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except (IOError, OSError):
+            continue
+        # fields[1] is ppid; utime, stime are fields[11], fields[12]
+        if p == str(pid) or fields[1] == str(pid):
+            total += (int(fields[11]) + int(fields[12])) / float(_TICK)
+    return total
+
+
+class ServerMetrics(object):
+    """``sample()`` -> cumulative counters; ``delta(a, b, seconds)`` -> rates and gauges.
+
+    ``rates``: counters shown per second; ``gauges``: values shown as read;
+    ``progress_rates``: the rates a progress line adds up as "server N/s"
+    (default: all of them)."""
+
+    def __init__(self, sampler, close, rates, gauges, progress_rates=None, pid=None):
+        self._sampler = sampler
+        self._close = close
+        self.rates = rates
+        self.gauges = gauges
+        self.progress_rates = progress_rates or rates
+        self.pid = pid
+        self.error = None
+
+    def sample(self, cpu=False):
+        """Cumulative counters; with cpu, also the spawned server's CPU time (scans /proc:
+        done at phase boundaries only, outside the client's syscall window)."""
+        try:
+            s = self._sampler()
+        except Exception as e:   # the server may be down: metrics are best effort
+            self.error = str(e)
+            return None
+        if cpu and self.pid is not None:
+            s['cpu_seconds'] = process_cpu_seconds(self.pid)
+        return s
+
+    def delta(self, a, b, seconds):
+        if a is None or b is None or seconds <= 0:
+            return None
+        keys = [k for k in self.rates if k in a and k in b]
+        out = {'rps': dict((k, round((b[k] - a[k]) / seconds, 1)) for k in keys),
+               'counts': dict((k, b[k] - a[k]) for k in keys)}
+        out.update((k, b.get(k)) for k in self.gauges)
+        if a.get('cpu_seconds') is not None and b.get('cpu_seconds') is not None:
+            out['cpu_pct'] = round(100.0 * (b['cpu_seconds'] - a['cpu_seconds']) / seconds, 1)
+        return out
+
+    def describe(self, d):
+        """A short text for a progress line."""
+        if not d:
+            return ''
+        rps = sum(v for k, v in d['rps'].items() if k in self.progress_rates)
+        text = ' | server %s/s' % '{:,}'.format(int(rps))
+        if d.get('cpu_pct') is not None:
+            text += ' cpu %.0f%%' % d['cpu_pct']
+        return text
+
+    def close(self):
+        self._close()

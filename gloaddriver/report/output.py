@@ -1,0 +1,38 @@
+"""The one place a result becomes its outputs: the table on stdout, the JSON file, the
+HTML page. A run, ``--processes`` and ``gloaddriver merge`` all end here."""
+from __future__ import absolute_import, division, print_function
+
+import sys
+
+from gloaddriver.report import text
+
+
+def write(result, json_path=None, html_path=None, out=None, notes=()):
+    """Print the table (and ``notes`` below it), then write the files asked for."""
+    out = out if out is not None else sys.stdout
+    for line in text.table(result):
+        out.write(line + '\n')
+    for line in notes:
+        out.write(line + '\n')
+    out.flush()
+    if json_path:
+        text.write_json(result, json_path)
+    if html_path:
+        from gloaddriver.report import html
+        html.write(result, html_path)
+
+
+def exit_code(result):
+    """0 when every op succeeded; 1 when any failed, timed out or the run was aborted
+    (said on stderr)."""
+    from gloaddriver import errors
+    if result.get('aborted'):
+        errors.say('run aborted: %s' % (result['aborted'],))
+        return errors.EXIT_OPS_FAILED
+    phases = result['phases']
+    bad = sum(p['failed'] + p['timed_out'] for p in phases)
+    if bad:
+        errors.say('%d of %d ops failed or timed out (see the error lines above)'
+                   % (bad, sum(p['attempted'] for p in phases)))
+        return errors.EXIT_OPS_FAILED
+    return errors.EXIT_OK

@@ -1,0 +1,68 @@
+"""One run from a Config: spawn if asked, open the backend, run the phases, report.
+
+Every error a user can cause ends here as one line and an exit code
+(``errors.report_error``); a traceback means a bug in gloaddriver.
+"""
+from __future__ import absolute_import, division, print_function
+
+from gloaddriver import backends, errors
+from gloaddriver.measure import manifest
+from gloaddriver.measure.syscalls import SyscallCounter
+from gloaddriver.report import output
+from gloaddriver.run.runner import Run
+
+
+def _metrics(backend, server):
+    """The per-interval server sampler, or None when it cannot be had (said in the result)."""
+    pid = server.proc.pid if server is not None and server.proc is not None else None
+    try:
+        return backend.server_metrics(pid)
+    except errors.GloadError as e:
+        errors.say('note: no server metrics: %s' % e)
+        return None
+
+
+def run(config, out=None):
+    kind = backends.get(config.backend)
+    server = backend = counter = metrics = None
+    try:
+        settings = {'kind': kind.name, 'spawned': False}
+        if config.target.spawn:
+            server = kind.spawn(config)
+            config = kind.target(config, server)
+            settings = server.settings()
+        # Counters open after the spawn: inherited counters would count the server too.
+        counter = SyscallCounter(enable=config.output.syscalls)
+        backend = kind.backend(config, counter)
+        backend.open()
+        profiler = None
+        prof = config.profiling
+        if prof.callgrind or prof.pstats:
+            from gloaddriver.measure.profiler import Profiler
+            profiler = Profiler(prof.callgrind, prof.pstats, prof.clock, prof.profiler)
+        phases, aborted = backend.run_phases(), None
+        if phases is None:
+            metrics = _metrics(backend, server)
+            from gloaddriver.run.processes import wait_for_start
+            wait_for_start()   # with --processes: begin together with the others
+            the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics)
+            phases, aborted = the_run.execute(), the_run.aborted
+        result = {
+            'manifest': manifest.build(config, kind, backend, settings, counter,
+                                       profiler.describe() if profiler is not None else None),
+            'phases': phases,
+            'aborted': aborted,
+        }
+        output.write(result, config.output.json, config.output.html, out)
+        return output.exit_code(result)
+    except (errors.GloadError, KeyboardInterrupt) as e:
+        return errors.report_error(e)
+    finally:
+        if metrics is not None:
+            metrics.close()
+        if backend is not None:
+            backend.close()
+        if counter is not None:
+            counter.close()
+        if server is not None:
+            server.stop()
