@@ -31,7 +31,8 @@ end ``close()``. Its rules:
   there): counted, not an error.
 * A failed op raises an :class:`gloaddriver.errors.OpError` whose ``kind``
   keys the error counts (``network``, ``timeout``, ``server:<code>``); any
-  other exception is counted by its class name. Nothing escapes the count.
+  other exception is counted as ``client:<class name>``. Nothing escapes the
+  count.
 * A result must be packable by msgpack (list, tuple, int, text, bytes, None;
   or iterable) for ``--checksum``.
 * A backend whose work is not one op per key (a bulk loader) returns its own

@@ -70,3 +70,45 @@ def test_interval_follows_progress_unless_progress_is_off():
     assert configuration.parse(['--progress', '0.2'], environ={}).output.interval == 0.2
     assert configuration.parse(['--progress', '0'], environ={}).output.interval == 1.0
     assert configuration.parse(['--progress', '0', '--interval', '0.05'], environ={}).output.interval == 0.05
+
+
+@pytest.mark.parametrize('argv,words', [
+    (['--backend', 'postgres', '--uri=10.0.0.1:9'], '--uri is for --backend tarantool'),
+    (['--backend', 'postgres', '--uri', '10.0.0.1:9'], '--uri is for --backend tarantool'),
+    (['--backend', 'postgres', '--connector=sync'], '--connector is for --backend tarantool'),
+    (['--backend', 'postgres', '--no-overlap'], '--no-overlap is for --backend tarantool'),
+    (['--backend', 'postgres', '--by-name'], '--by-name is for --backend tarantool'),
+    (['--dsn=host=x'], '--dsn is for --backend postgres'),
+    (['--table', 't'], '--table is for --backend postgres'),
+    (['--init'], '--init is for --backend postgres'),
+    (['--wait-callback=psycogreen'], '--wait-callback is for --backend postgres'),
+    (['--profile-clock=cpu'], '--callgrind'),
+    (['--profile-clock', 'wall'], '--callgrind'),
+    (['--profiler=yappi'], '--pstats'),
+    (['--arrival=poisson'], 'need --rate'),
+    (['--backend', 'postgres', '--workload', 'kv', '--rows', '5'], '--workload bulk'),
+    (['--backend', 'postgres', '--table', 'a;drop'], 'plain SQL identifier'),
+])
+def test_flags_of_another_backend_or_mode_are_refused_in_every_spelling(argv, words):
+    with pytest.raises(errors.ConfigError) as e:
+        configuration.parse(argv, environ={})
+    assert words in str(e.value)
+
+
+def test_a_profile_cannot_smuggle_a_flag_of_the_other_backend(tmpdir, capsys):
+    path = str(tmpdir.join('p.ini'))
+    with open(path, 'w') as f:
+        f.write('[gloaddriver]\ndsn = host=x\n')
+    assert cli.main(['--profile', path]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and '--dsn is for --backend postgres' in err
+    assert 'Traceback' not in err
+
+
+def test_backend_options_are_their_own_group():
+    t = configuration.parse(['--connector=sync', '--uri=h:1'], environ={})
+    assert (t.opts.connector, t.opts.host, t.opts.port) == ('sync', 'h', 1)
+    p = configuration.parse(['--backend', 'postgres', '--dsn=host=x', '--greenlets', '4'],
+                            environ={})
+    assert (p.opts.dsn, p.opts.pool_size, p.opts.workload) == ('host=x', 4, 'kv')
+    assert not hasattr(p.opts, 'host') and not hasattr(t.opts, 'dsn')
