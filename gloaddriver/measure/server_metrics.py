@@ -39,14 +39,17 @@ class ServerMetrics(object):
 
     ``rates``: counters shown per second; ``gauges``: values shown as read;
     ``progress_rates``: the rates a progress line adds up as "server N/s"
-    (default: all of them)."""
+    (default: all of them); ``charts``: gauges the HTML report draws over time,
+    as dicts of kind, title, keys and unit (they go into the result)."""
 
-    def __init__(self, sampler, close, rates, gauges, progress_rates=None, pid=None):
+    def __init__(self, sampler, close, rates, gauges, progress_rates=None, charts=(),
+                 pid=None):
         self._sampler = sampler
         self._close = close
         self.rates = rates
         self.gauges = gauges
         self.progress_rates = progress_rates or rates
+        self.charts = list(charts)
         self.pid = pid
         self.error = None
 

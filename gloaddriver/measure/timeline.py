@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 import gevent
 
 from gloaddriver.measure import stats, syscalls
+from gloaddriver.measure.phase import text
 
 MAX_ROWS = 600
 _COUNTS = ('attempted', 'ok', 'errors')
@@ -94,10 +95,10 @@ def with_rate(row):
 
 def _set_latency(row, hist, service=None):
     row['latency_us'] = _summary(hist)
-    row['histogram'] = _text(hist.encode()) if hist.get_total_count() else None
+    row['histogram'] = text(hist.encode()) if hist.get_total_count() else None
     if service is not None:
         row['service_time_us'] = _summary(service)
-        row['service_histogram'] = _text(service.encode()) if service.get_total_count() else None
+        row['service_histogram'] = text(service.encode()) if service.get_total_count() else None
 
 
 def _summary(hist):
@@ -140,7 +141,3 @@ def merge_concurrent(timelines):
         out.append(with_rate(_combine(rows, max(r['t'] for r in rows),
                                       max(r['seconds'] for r in rows))))
     return out
-
-
-def _text(value):
-    return value.decode('ascii') if isinstance(value, bytes) else value

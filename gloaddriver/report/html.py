@@ -138,15 +138,12 @@ def _server_charts(p):
     out = [_over_time('server-rps', 'Server: requests per second by type', series,
                       'per second', dashed=('client ops/s',),
                       phase=p['name'])]
-    gauges = [k for k in ('arena_used', 'items_used', 'quota_used') if rows[0].get(k) is not None]
-    if gauges:
-        out.append(_over_time('server-memory', 'Server: memory (box.slab.info)',
-                              [(k, [(r['t'], r.get(k)) for r in rows]) for k in gauges],
-                              'bytes', phase=p['name']))
-    if rows[0].get('numbackends') is not None:
-        out.append(_over_time('server-backends', 'Server: backends',
-                              [('numbackends', [(r['t'], r.get('numbackends')) for r in rows])],
-                              'backends', phase=p['name']))
+    for chart in sm.get('charts', ()):   # the backend's gauges, as it groups them
+        keys = [k for k in chart['keys'] if rows[0].get(k) is not None]
+        if keys:
+            out.append(_over_time(chart['kind'], chart['title'],
+                                  [(k, [(r['t'], r.get(k)) for r in rows]) for k in keys],
+                                  chart['unit'], phase=p['name']))
     return out
 
 
@@ -180,6 +177,8 @@ def _phase_notes(p):
                    u'latency from the intended start, service time apart</p>'
                    % tuple(esc(x) for x in (r['target'], r['arrival'], r['achieved'],
                                             r['late'], r['dropped'])))
+    for note in p.get('notes', ()):
+        out.append(u'<p>%s</p>' % esc(note))
     srv = (p.get('server_metrics') or {}).get('phase') or {}
     if srv.get('cpu_pct') is not None:
         out.append(u'<p>server CPU over the phase: %s%% of one core</p>' % esc(srv['cpu_pct']))

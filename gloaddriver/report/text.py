@@ -105,13 +105,8 @@ def table(result):
                          % (p['name'], _n(r['target']), r['arrival'], _n(r['achieved']),
                             _n(svc['p50']), _n(svc['p99']), _n(svc['p999']), _n(r['late']),
                             r['late_after_ms'], _n(r['dropped'])))
-        if 'server_connections_peak' in p:
-            lines.append('%s: peak server connections %d (pg_stat_activity, sampled every 50 ms; '
-                         'pool of %d)' % (p['name'], p['server_connections_peak'], p['pool']['size']))
-        if p.get('green') is False:
-            lines.append('%s: ran outside green mode (psycopg2 cannot COPY with a wait '
-                         'callback): this process\'s hub was blocked for %.2f s'
-                         % (p['name'], p['seconds']))
+        for note in p.get('notes', ()):   # what the backend says of its phase
+            lines.append('%s: %s' % (p['name'], note))
     if result.get('aborted'):
         lines.append('ABORTED: %s' % result['aborted'])
     return lines

@@ -56,7 +56,7 @@ def _checksummed(fn, st):
     def op(key):
         r = fn(key)
         if r is not None and not isinstance(r, (int, list, tuple)):
-            r = list(r)   # tarantool-python's Response
+            r = list(r)   # a connector's own response object
         st.checksum = (st.checksum + (zlib.crc32(pack(r)) & 0xffffffff)) % (1 << 64)
         return r
     return op
@@ -313,7 +313,8 @@ class Run(object):
             server1 = self.server_metrics.sample(cpu=True)
             result['server_metrics'] = {
                 'phase': self.server_metrics.delta(server0, server1, window.seconds),
-                'intervals': intervals, 'error': self.server_metrics.error}
+                'intervals': intervals, 'error': self.server_metrics.error,
+                'charts': self.server_metrics.charts}
         result.update(self.backend.phase_extra())
         if self.profiler is not None:
             # Files are written after the counters were read: their I/O is

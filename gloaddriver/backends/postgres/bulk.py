@@ -158,6 +158,10 @@ class BulkLoader(base.Backend):
             samples[kind] = pgpool.scrub(error, self.password) if error else 'rows missing'
         # Latencies are per statement here; ok counts the rows found afterwards.
         res = shape.counts(n, loaded, errs, 0, samples, 0, window.seconds, st.hist, st.sum_us)
+        if not green:
+            res['notes'] = ['ran outside green mode (psycopg2 cannot COPY with a wait '
+                            'callback): this process\'s hub was blocked for %.2f s'
+                            % window.seconds]
         res.update(name='bulk:' + method, latency_of='statement', statements=statements,
                    green=green, cpu_us_per_op=shape.per_op_us(window.cpu, n),
                    rows_per_sec=res['ok_per_sec'],

@@ -18,6 +18,8 @@ RATES = ('xact_commit', 'xact_rollback', 'tup_returned', 'tup_fetched', 'tup_ins
 # Rows scanned and fetched are not requests: the progress line leaves them out.
 PROGRESS_RATES = ('xact_commit', 'xact_rollback', 'tup_inserted', 'tup_updated', 'tup_deleted')
 GAUGES = ('numbackends',)
+CHARTS = [{'kind': 'server-backends', 'title': 'Server: backends', 'keys': ['numbackends'],
+           'unit': 'backends'}]
 
 
 def sampler(pool, pid=None):
@@ -33,4 +35,4 @@ def sampler(pool, pid=None):
     def close():
         pgpool.forget(item.fd)
         item.conn.close()
-    return ServerMetrics(sample, close, RATES, GAUGES, PROGRESS_RATES, pid=pid)
+    return ServerMetrics(sample, close, RATES, GAUGES, PROGRESS_RATES, CHARTS, pid=pid)

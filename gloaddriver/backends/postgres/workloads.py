@@ -341,9 +341,12 @@ class PostgresBackend(base.Backend):
         self.monitor.start()
 
     def phase_extra(self):
-        return {'server_connections_peak': self.monitor.stop(),
+        peak = self.monitor.stop()
+        return {'server_connections_peak': peak,
                 'pool': {'size': self.pool.size, 'peak_open': self.pool.peak,
-                         'connects': self.pool.connects, 'discarded': self.pool.discarded}}
+                         'connects': self.pool.connects, 'discarded': self.pool.discarded},
+                'notes': ['peak server connections %d (pg_stat_activity, sampled every 50 ms; '
+                          'pool of %d)' % (peak, self.pool.size)]}
 
     def close(self):
         self.monitor.stop()

@@ -11,6 +11,8 @@ return {select = s.SELECT.total, insert = s.INSERT.total, replace = s.REPLACE.to
         arena_used = sl.arena_used, items_used = sl.items_used, quota_used = sl.quota_used}"""
 RATES = ('select', 'insert', 'replace', 'update', 'delete', 'upsert', 'call')
 GAUGES = ('lsn', 'arena_used', 'items_used', 'quota_used')
+CHARTS = [{'kind': 'server-memory', 'title': 'Server: memory (box.slab.info)',
+           'keys': ['arena_used', 'items_used', 'quota_used'], 'unit': 'bytes'}]
 
 
 def sampler(opts, target, limits, pid=None):
@@ -20,4 +22,4 @@ def sampler(opts, target, limits, pid=None):
 
     def sample():
         return dict(conn.eval(_SAMPLE)[0])
-    return ServerMetrics(sample, conn.close, RATES, GAUGES, pid=pid)
+    return ServerMetrics(sample, conn.close, RATES, GAUGES, charts=CHARTS, pid=pid)
