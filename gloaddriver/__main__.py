@@ -12,6 +12,7 @@ monkey.patch_all()
 
 import sys  # noqa: E402
 
+from gloaddriver import errors  # noqa: E402
 from gloaddriver.cli import main  # noqa: E402
 
 
@@ -29,7 +30,7 @@ def _event_loop_or_exit():
         sys.stderr.flush()
         # Not sys.exit: gevent's patched threading shutdown would ask for the hub again
         # and print the same failure as a traceback. Nothing is open yet to clean up.
-        os._exit(3)
+        os._exit(errors.EXIT_SETUP)
 
 
 def console_main():

@@ -16,14 +16,14 @@ SUBCOMMANDS = ('compat', 'compare', 'merge', 'html')
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ['compat']:
-        from gloaddriver.compat import check
-        return check.main(argv[1:])
-    if argv[:1] and argv[0] in SUBCOMMANDS:
-        from gloaddriver.report import results
-        return results.main(argv[0], argv[1:])
     from gloaddriver import config as configuration
     try:
+        if argv[:1] == ['compat']:
+            from gloaddriver.compat import check
+            return check.main(argv[1:])
+        if argv[:1] and argv[0] in SUBCOMMANDS:
+            from gloaddriver.report import results
+            return results.main(argv[0], argv[1:])
         config = configuration.parse(argv)
         if config.load.processes > 1:
             from gloaddriver.run import processes

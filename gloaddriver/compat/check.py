@@ -346,4 +346,4 @@ def main(argv):
         with open(opts.json, 'w') as f:
             json.dump({'rows': rows, 'A': sides[0].result, 'B': sides[1].result,
                        'probes': [sides[0].probe, sides[1].probe]}, f, indent=1, sort_keys=True)
-    return 1 if failed else 0
+    return errors.EXIT_OPS_FAILED if failed else errors.EXIT_OK

@@ -18,6 +18,7 @@ import io
 import json
 import sys
 
+from gloaddriver import errors
 from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats, syscalls, timeline
 
@@ -29,9 +30,9 @@ def load(path):
         with io.open(path, encoding='utf-8') as f:
             data = json.load(f)
     except (IOError, OSError, ValueError) as e:
-        raise SystemExit('gloaddriver: cannot read result %s: %s' % (path, e))
+        raise errors.ConfigError('cannot read result %s: %s' % (path, e))
     if 'phases' not in data or 'manifest' not in data:
-        raise SystemExit('gloaddriver: %s is not a gloaddriver result (no phases/manifest)' % path)
+        raise errors.ConfigError('%s is not a gloaddriver result (no phases/manifest)' % path)
     return data
 
 
