@@ -169,7 +169,7 @@ def checks(a, b, tolerance, not_applicable=None):
     # 6. requests per op, schema fetches
     # A connector without its own counts (no 'connection' block) has no request or
     # batching figures to compare.
-    uncounted = 'connection' not in a.result['phases'][0]
+    uncounted = any('connection' not in s.result['phases'][0] for s in (a, b))
     if uncounted:
         row('6 requests per op', 'n/a', 'n/a', 'N/A', not_applicable.get(
             '6 requests per op', 'the connector keeps no request counts'))

@@ -130,7 +130,9 @@ def _open_loop(res, ops, seconds, rate):
         for st in ops:
             sub = res['ops'][st.name]
             sub['service_time_us'] = sub['latency_us']
+            sub['service_histogram'] = sub['histogram']
             sub['latency_us'] = stats.latency_summary(st.hist_co, st.sum_co)
+            sub['histogram'] = text(st.hist_co.encode())
 
 
 def syscall_block(sysd, iod, attempted, reason, excluded=()):

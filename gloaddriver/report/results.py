@@ -133,8 +133,12 @@ def _merge_phase(name, parts):
                batching=_weighted_batching(parts))
     if any('ops' in p for p in parts):
         names = sorted(set(k for p in parts for k in p.get('ops', {})))
-        res['ops'] = dict((k, _merge_counts([p['ops'][k] for p in parts if k in p.get('ops', {})]))
-                          for k in names)
+        res['ops'] = {}
+        for k in names:
+            subs = [p['ops'][k] for p in parts if k in p.get('ops', {})]
+            res['ops'][k] = _merge_counts(subs)
+            if all(s.get('service_histogram') for s in subs):
+                res['ops'][k].update(_merge_service(subs))
     if all(p.get('rate') for p in parts):
         res.update(_merge_open_loop(parts, total['seconds']))
     if all(p.get('timeline') for p in parts):
@@ -146,20 +150,25 @@ def _merge_phase(name, parts):
     return res
 
 
-def _merge_open_loop(parts, seconds):
-    """--rate parts: the schedules add up; service time merges like latency."""
+def _merge_service(parts):
+    """Service time (open loop) merges like latency: from the summed histograms."""
     service = stats.new_histogram()
     for p in parts:
         service.add(stats.decode_histogram(p['service_histogram']))
     sum_us = sum((p['service_time_us'].get('mean') or 0) * p['ok'] for p in parts)
+    return {'service_time_us': stats.latency_summary(service, sum_us),
+            'service_histogram': shape.text(service.encode())}
+
+
+def _merge_open_loop(parts, seconds):
+    """--rate parts: the schedules add up; service time merges like latency."""
     first = parts[0]['rate']
     attempted = sum(p['attempted'] for p in parts)
     rate = dict(first, target=sum(p['rate']['target'] for p in parts),
                 achieved=round(attempted / seconds, 1) if seconds else None)
     for k in ('late', 'dropped', 'scheduled'):
         rate[k] = sum(p['rate'][k] for p in parts)
-    return {'rate': rate, 'service_time_us': stats.latency_summary(service, sum_us),
-            'service_histogram': shape.text(service.encode())}
+    return dict(_merge_service(parts), rate=rate)
 
 
 def _weighted_batching(parts):
