@@ -3,18 +3,26 @@
 Measures, on the interpreter running it: encoding an insert and a select
 frame, parsing replies that carry one tuple each (100 replies per chunk),
 and parking/waking a greenlet the way the connector does (100 greenlets, one
-hub callback per batch). Prints one JSON object; scripts/bench-codec runs it
-under each interpreter and prints the table.
+hub callback per batch). Prints one JSON object.
+
+With ``--python`` (twice or more; scripts/bench codec passes 2.7 and 3.11) it
+runs itself under each interpreter instead, prints them side by side with the
+first over the last as a ratio, and writes the rows to bench-results/codec.json
+(or --out).
 """
 from __future__ import absolute_import, division, print_function
 
+import argparse
 import json
 import os
 import platform
 import struct
+import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchlib import ROOT, out_path
+
+sys.path.insert(0, ROOT)
 
 import gevent  # noqa: E402
 import msgpack  # noqa: E402
@@ -36,8 +44,38 @@ def best_of(fn, n, repeat=5):
     return round(best, 3)
 
 
+KEYS = ['encode_insert_us', 'encode_select_us', 'decode_reply_us', 'park_wake_us']
+
+
+def side_by_side(pythons, size, path):
+    rows = []
+    for python in pythons:
+        out = subprocess.check_output([python, os.path.abspath(__file__), str(size)], cwd=ROOT)
+        rows.append(json.loads(out.decode().strip().splitlines()[-1]))
+    print('%-16s %10s' % ('us per op', 'value') +
+          ''.join('%18s' % r['interpreter'] for r in rows) + '   ratio')
+    for k in KEYS:
+        vals = [r[k] for r in rows]
+        print('%-16s %10s' % (k[:-3], size) + ''.join('%18.3f' % v for v in vals) +
+              '   %.2fx' % (vals[0] / vals[-1]))
+    with open(path, 'w') as f:
+        json.dump(rows, f, indent=1)
+
+
 def main():
-    size = int(sys.argv[1]) if len(sys.argv) > 1 else 1536
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('size', nargs='?', type=int, default=1536,
+                    help='value size in bytes (default 1536: the 1.5 KB values of the '
+                         "gtarantool article's workload)")
+    ap.add_argument('--python', action='append', default=[],
+                    help='measure under this interpreter instead (repeat to compare)')
+    ap.add_argument('--out', default=None, help='with --python: where the rows go')
+    args = ap.parse_args()
+    if args.python:
+        path = args.out or os.path.join(ROOT, 'bench-results', 'codec.json')
+        side_by_side(args.python, args.size, out_path(path, 'codec'))
+        return
+    size = args.size
     values = workload.values(size)
     enc = P.Encoder()
 

@@ -1,4 +1,5 @@
-"""Seed scenario 1 through both connectors at several concurrencies, side by side.
+"""The gtarantool article's workload (1.5 KB values; insert, select, update,
+delete) through both connectors at several concurrencies, side by side.
 
 Run by scripts/bench-tarantool. One private Tarantool for the whole run, a
 fresh space for every (connector, greenlets) pair, each pair in its own
@@ -104,10 +105,11 @@ def main():
                     'buffered_over_sync': ratio})
 
     manifest = runs[0]['result']['manifest'] if runs else {}
-    print('seed scenario 1 (%d ops per phase, value %s bytes), %s, Tarantool %s, wal_mode=%s, '
-          'syscalls from %s' % (args.ops, manifest.get('value_size'), manifest.get('interpreter'),
-                                (manifest.get('server') or {}).get('version'), args.wal_mode,
-                                manifest.get('syscall_source')))
+    print('insert/select/update/delete (%d ops per phase, value %s bytes), %s, Tarantool %s, '
+          'wal_mode=%s, syscalls from %s'
+          % (args.ops, manifest.get('value_size'), manifest.get('interpreter'),
+             (manifest.get('server') or {}).get('version'), args.wal_mode,
+             manifest.get('syscall_source')))
     fmt = '%-7s %9s %-9s %10s %8s %7s %7s %8s %9s %13s'
     print(fmt % header)
     for t in table:

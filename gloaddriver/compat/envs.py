@@ -1,95 +1,230 @@
 """Interpreter environments: find a Python by version, and make sure gloaddriver
-runs on it (an environment under .venv/ with this checkout installed, built once).
+runs on it. The one helper for both ``gloaddriver compat`` (``ensure_env``) and
+the shell scripts (scripts/lib.sh runs ``python3 -m gloaddriver.compat.envs``).
 
-The one helper for it: ``gloaddriver compat`` calls ``ensure_env``, and the
-shell scripts (scripts/lib.sh) call ``python3 -m gloaddriver.compat.envs``.
+One layout: .venv/pyXY (.venv/py27, .venv/py311, .venv/py313), each with this
+checkout installed once as ``pip install -e ROOT[profile,test]``. A stamp file
+in it holds the POSIX cksum of setup.cfg + setup.py; when they change, the
+environment is made again. 2.7 has no venv module: virtualenv < 20.16 makes
+its environment. Standard library only; runs on 2.7 and 3.x without gevent.
+
+Command line (messages on stderr)::
+
+    python3 -m gloaddriver.compat.envs ensure 2.7   # prints the venv's python
+    python3 -m gloaddriver.compat.envs find 3.13    # prints an interpreter, or exits 1
 """
 from __future__ import absolute_import, division, print_function
 
 import glob
 import os
+import shutil
 import subprocess
+import sys
 
 from gloaddriver import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VENVS = os.path.join(ROOT, '.venv')
+STAMP = '.gloaddriver-installed'
+INSTALL = ROOT + '[profile,test]'
 
 
 class CompatError(errors.GloadError):
     """An interpreter or its environment cannot be had."""
 
 
+def _crc_table():
+    table = []
+    for i in range(256):
+        c = i << 24
+        for _ in range(8):
+            c = ((c << 1) ^ 0x04C11DB7) if c & 0x80000000 else (c << 1)
+        table.append(c & 0xffffffff)
+    return table
+
+
+_CRC = _crc_table()
+
+
+def cksum(data):
+    """The CRC that POSIX ``cksum`` prints for ``data`` (bytes)."""
+    crc = 0
+    for b in bytearray(data):
+        crc = ((crc << 8) & 0xffffffff) ^ _CRC[(crc >> 24) ^ b]
+    n = len(data)
+    while n:
+        crc = ((crc << 8) & 0xffffffff) ^ _CRC[(crc >> 24) ^ (n & 0xff)]
+        n >>= 8
+    return ~crc & 0xffffffff
+
+
+def stamp():
+    """What the stamp file holds when the install is current:
+    ``cat setup.cfg setup.py | cksum | cut -d' ' -f1``."""
+    data = b''
+    for name in ('setup.cfg', 'setup.py'):
+        with open(os.path.join(ROOT, name), 'rb') as f:
+            data += f.read()
+    return str(cksum(data))
+
+
+def _clean_env():
+    """The environment for probing and building: no PYTHONPATH/PYTHONHOME of ours."""
+    env = dict(os.environ)
+    env.pop('PYTHONPATH', None)
+    env.pop('PYTHONHOME', None)
+    return env
+
+
 def _version_of(exe):
     try:
-        out = subprocess.check_output([exe, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'],
-                                      stderr=subprocess.STDOUT)
+        code = 'import sys; print("%d.%d" % sys.version_info[:2])'
+        out = subprocess.check_output([exe, '-c', code], stderr=subprocess.STDOUT,
+                                      env=_clean_env())
         return out.decode().strip()
     except (OSError, subprocess.CalledProcessError):
         return None
 
 
 def find_interpreter(spec):
-    """A path to a working interpreter for 'python2.7', '3.13', or a path."""
+    """A path to a working interpreter for '2.7', 'python3.13', or a path to one; None if none."""
     if os.sep in spec:
         return spec if _version_of(spec) else None
     name = spec if spec.startswith('python') else 'python' + spec
     want = name[len('python'):]
-    candidates = []
-    for d in os.environ.get('PATH', '').split(os.pathsep):
-        candidates.append(os.path.join(d, name))
+    candidates = [os.path.join(d, name) for d in os.environ.get('PATH', '').split(os.pathsep) if d]
     try:
         root = subprocess.check_output(['pyenv', 'root'], stderr=subprocess.STDOUT).decode().strip()
         candidates += sorted(glob.glob(os.path.join(root, 'versions', want + '*', 'bin', 'python')))
     except (OSError, subprocess.CalledProcessError):
         pass
+    candidates += [os.path.join('/usr/local/bin', name), os.path.join('/usr/bin', name)]
     for c in candidates:
-        v = _version_of(c) if os.path.exists(c) else None
-        if v and (not want or v == want or v.startswith(want)):
+        v = _version_of(c) if os.access(c, os.X_OK) else None
+        if v and (not want or v == want or v.startswith(want + '.')):
             return c
     return None
 
 
+def venv_dir(version):
+    """.venv/pyXY for version 'X.Y'."""
+    return os.path.join(VENVS, 'py' + version.replace('.', ''))
+
+
+def _say(text):
+    sys.stderr.write('%s\n' % text)
+    sys.stderr.flush()
+
+
+def _found(spec):
+    exe = find_interpreter(spec)
+    if exe is None:
+        raise CompatError('interpreter %r not found (looked on PATH, in pyenv, /usr/local/bin '
+                          'and /usr/bin); install it or pass a path to one' % spec)
+    return exe
+
+
+def ensure_venv(spec, say=_say):
+    """The python of .venv/pyXY for ``spec``, with this checkout installed; made if
+    missing or if setup.cfg/setup.py changed since (the stamp)."""
+    return _venv_of(_found(spec), say)
+
+
+def _venv_of(exe, say):
+    version = _version_of(exe)
+    venv = venv_dir(version)
+    py = os.path.join(venv, 'bin', 'python')
+    want = stamp()
+    stamp_file = os.path.join(venv, STAMP)
+    if os.access(py, os.X_OK) and _read(stamp_file) == want:
+        return py
+    say('preparing %s (Python %s, %s)' % (venv, version, exe))
+    try:
+        if os.path.lexists(venv):
+            shutil.rmtree(venv)
+        if version.startswith('2.'):
+            # No venv module on 2.7; virtualenv < 20.16 still runs on it. Never
+            # pip --target/PYTHONPATH: zope namespace packages would break gevent.
+            if subprocess.call([exe, '-m', 'virtualenv', '--version'], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=_clean_env()) != 0:
+                _run([exe, '-m', 'pip', 'install', '-q', '--disable-pip-version-check',
+                      'virtualenv<20.16'])
+            _run([exe, '-m', 'virtualenv', '-q', venv])
+        else:
+            _run([exe, '-m', 'venv', venv])
+            if version == '3.6':    # the newest pip that still runs on 3.6
+                _run([py, '-m', 'pip', 'install', '-q', '--disable-pip-version-check', 'pip<22'])
+        _run([py, '-m', 'pip', 'install', '-q', '--disable-pip-version-check', '-e', INSTALL])
+    except (CompatError, OSError) as e:
+        raise CompatError('cannot set up Python %s (%s) for gloaddriver in %s: %s'
+                          % (version, exe, venv, e))
+    with open(stamp_file, 'w') as f:
+        f.write(want + '\n')
+    return py
+
+
 def _ready(exe):
     code = 'import gevent, greenlet, msgpack, hdrh, tarantool, gloaddriver'
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(_clean_env(), PYTHONPATH=ROOT)
     return subprocess.call([exe, '-c', code], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE) == 0
 
 
-def ensure_env(spec, say):
-    """The python of an environment where gloaddriver runs on ``spec``; built if need be."""
-    exe = find_interpreter(spec)
-    if exe is None:
-        raise CompatError('interpreter %r not found (looked on PATH and in pyenv); install it '
-                          'or pass a path to one' % spec)
+def ensure_env(spec, say=_say):
+    """A python where gloaddriver runs for ``spec``: the interpreter itself if it
+    already can (with this checkout on its path), else its .venv/pyXY."""
+    exe = _found(spec)
     if _ready(exe):
         return exe
-    version = _version_of(exe)
-    venv = os.path.join(ROOT, '.venv', 'compat-%s' % version)
-    py = os.path.join(venv, 'bin', 'python')
-    if os.path.exists(py) and _ready(py):
-        return py
-    say('setting up %s for Python %s (first time only)' % (venv, version))
-    try:
-        if version.startswith('2.'):
-            if subprocess.call([exe, '-m', 'virtualenv', '--version'], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE) != 0:
-                _run([exe, '-m', 'pip', 'install', '-q', 'virtualenv<20.16'])
-            _run([exe, '-m', 'virtualenv', '-q', venv])
-        else:
-            _run([exe, '-m', 'venv', venv])
-            if version == '3.6':
-                _run([py, '-m', 'pip', 'install', '-q', 'pip<22'])
-        _run([py, '-m', 'pip', 'install', '-q', '--disable-pip-version-check', '-e', ROOT])
-    except CompatError as e:
-        raise CompatError('cannot set up Python %s (%s) for gloaddriver: %s' % (version, exe, e))
+    py = _venv_of(exe, say)
     if not _ready(py):
-        raise CompatError('Python %s at %s still cannot import gloaddriver after setup' % (version, py))
+        raise CompatError('%s still cannot import gloaddriver and its dependencies; remove '
+                          '%s to make it again' % (py, os.path.dirname(os.path.dirname(py))))
     return py
 
 
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except (IOError, OSError):
+        return None
+
+
 def _run(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = p.communicate()[0].decode('utf-8', 'replace').strip().splitlines()
+    """Run a build step quietly; on failure raise with the end of its output
+    (without pip's Python 2.7 DEPRECATION notices)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_clean_env())
+    out = p.communicate()[0].decode('utf-8', 'replace').splitlines()
     if p.returncode != 0:
-        raise CompatError('%s failed: %s' % (' '.join(cmd[:4]), out[-1] if out else p.returncode))
+        out = [l for l in out if l.strip() and 'DEPRECATION' not in l and 'Python 2.7' not in l]
+        raise CompatError('%s failed (exit %d):\n  %s' % (' '.join(cmd), p.returncode,
+                                                          '\n  '.join(out[-15:])))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in ('ensure', 'find'):
+        _say('usage: python -m gloaddriver.compat.envs ensure|find VERSION\n'
+             '  ensure 2.7   print the python of .venv/py27, making it if needed\n'
+             '  find 3.13    print a Python 3.13 interpreter, or exit 1')
+        return 2
+    cmd, spec = argv
+    if cmd == 'find':
+        exe = find_interpreter(spec)
+        if exe is None:
+            _say('Python %s not found (looked on PATH, in pyenv, /usr/local/bin and /usr/bin)'
+                 % spec)
+            return 1
+        print(exe)
+        return 0
+    try:
+        print(ensure_venv(spec))
+    except CompatError as e:
+        _say('error: %s' % e)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -46,12 +46,17 @@ def test_bench_postgres_table_and_json(tmpdir):
         assert any(t.get('vs_pgbench') for t in data['table'])
 
 
-def test_bench_codec_prints_every_measure():
-    rc, out, err = run('bench_codec.py', ['64'])
+def test_bench_codec_side_by_side_table_and_json(tmpdir):
+    path = str(tmpdir.join('c.json'))
+    rc, out, err = run('bench_codec.py', ['--python', sys.executable, '--python', sys.executable,
+                                          '--out', path, '64'])
     assert rc == 0, err
-    row = json.loads(out.strip().splitlines()[-1])
+    rows = json.load(open(path))
+    assert len(rows) == 2
     for k in ('encode_insert_us', 'encode_select_us', 'decode_reply_us', 'park_wake_us'):
-        assert row[k] > 0
+        assert all(r[k] > 0 for r in rows)
+        assert k[:-3] in out
+    assert 'ratio' in out
 
 
 def test_bench_open_loop_table_and_json(tmpdir):
@@ -77,3 +82,50 @@ def test_bench_processes_table_and_json(tmpdir):
     assert [r['phase'] for r in data['table']] == ['insert', 'select', 'update', 'delete']
     assert all(r['ratio'] > 0 and r['busy_two_pct'] > 0 for r in data['table'])
     assert [r['processes'] for r in data['runs']] == [1, 2]
+
+
+BENCHES = ('tarantool', 'postgres', 'open-loop', 'processes', 'codec', 'compat', 'syscalls')
+
+
+def shell(args):
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    out, err = p.communicate()
+    return p.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
+
+
+def test_one_dispatcher_behind_every_bench_name():
+    bench = os.path.join(ROOT, 'scripts', 'bench')
+    for old in ('bench-tarantool', 'bench-postgres', 'bench-open-loop', 'bench-processes',
+                'bench-codec', 'compat', 'syscalls'):
+        assert os.readlink(os.path.join(ROOT, 'scripts', old)) == 'bench', old
+    # --help and a wrong name answer before anything is installed or built
+    rc, out, err = shell([bench, '--help'])
+    assert rc == 0, err
+    for name in BENCHES:
+        assert '\n  %s ' % name in out, name
+    rc, out, err = shell([bench, 'nosuch'])
+    assert rc == 2 and "no bench named 'nosuch'" in err and out == ''
+
+
+def test_environment_helper_command_line():
+    """scripts/lib.sh makes .venv/pyXY through ``python -m gloaddriver.compat.envs``."""
+    from gloaddriver.compat import envs
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    version = '%d.%d' % sys.version_info[:2]
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver.compat.envs', 'find', version],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    out, err = p.communicate()
+    assert p.returncode == 0, err
+    found = out.decode().strip()
+    code = 'import sys; print("%d.%d" % sys.version_info[:2])'
+    assert subprocess.check_output([found, '-c', code]).decode().strip() == version
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver.compat.envs', 'find', '3.99'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    out, err = p.communicate()
+    assert p.returncode == 1 and out == b'' and b'not found' in err
+    assert envs.venv_dir('3.11') == os.path.join(ROOT, '.venv', 'py311')
+    # the stamp is what the shell version wrote: cat setup.cfg setup.py | cksum
+    if which('cksum'):
+        shell_sum = subprocess.check_output('cat setup.cfg setup.py | cksum', shell=True, cwd=ROOT)
+        assert envs.stamp() == shell_sum.decode().split()[0]
+    assert envs.cksum(b'') == 4294967295 and envs.cksum(b'123456789') == 930766865
