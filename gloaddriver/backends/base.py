@@ -24,11 +24,14 @@ through these two classes.
 
 :class:`Backend` is one run's connection(s) and ops. The runner calls
 ``open()``, then per phase ``phase_started()``, ``worker_ops(w)`` once per
-worker, ``io_counts()`` around the measured window, ``phase_extra()``; at the
+worker (or, for a --workload-file, ``client(w)``: the ``db`` its functions
+get), ``io_counts()`` around the measured window, ``phase_extra()``; at the
 end ``close()``. Its rules:
 
-* An op is ``fn(key) -> result``. A falsy result is a *miss* (the key was not
-  there): counted, not an error.
+* An op is ``fn(key) -> result``. A falsy result other than None (an empty
+  list, 0, False) is a *miss* (the key was not there): counted, not an error.
+  None is success with nothing to report (a stored procedure that returns
+  nothing, a user's function without a return).
 * A failed op raises an :class:`gloaddriver.errors.OpError` whose ``kind``
   keys the error counts (``network``, ``timeout``, ``server:<code>``); any
   other exception is counted as ``client:<class name>``. Nothing escapes the
@@ -96,7 +99,7 @@ class Kind(object):
     def manifest(self, config):
         """Connector fields of the JSON manifest (same keys for every kind)."""
         return {'connector': None, 'connections': None, 'overlap': None, 'workload': None,
-                'pool_size': None, 'prepared': None, 'wait_callback': None}
+                'pool_size': None, 'prepared': None, 'wait_callback': None, 'request': None}
 
     def with_processes(self, config):
         """Raise ConfigError when this configuration cannot run as --processes P."""
@@ -136,6 +139,12 @@ class Backend(object):
     def worker_ops(self, worker):
         """{op name: fn(key)} for worker number ``worker``."""
         raise NotImplementedError
+
+    def client(self, worker):
+        """What a --workload-file's functions get as ``db`` for worker ``worker``: the
+        server's client as its users know it."""
+        raise errors.ConfigError('--workload-file is not supported by --backend %s'
+                                 % self.config.backend)
 
     def io_counts(self):
         """Cumulative connector counters (sends, recvs, requests, responses,

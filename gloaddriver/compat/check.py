@@ -1,7 +1,7 @@
 """``gloaddriver compat``: the same seeded run on two interpreters, side by side.
 
 Each interpreter runs in its own environment (found, or created under
-.venv/compat-X.Y with this checkout installed), against one private server,
+.venv/pyXY with this checkout installed, by compat/envs.py), against one private server,
 each into its own space, with the same seed, keys, values, op order and
 concurrency. Then eleven checks, each a row with both sides and a verdict:
 PASS, FAIL, or EXPLAINED (a known difference, listed rather than hidden).

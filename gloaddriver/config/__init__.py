@@ -16,10 +16,11 @@ from collections import namedtuple
 from gloaddriver import backends, errors
 from gloaddriver.config.flags import PASSWORD_ENV, CheckingParser, build_parser, value_flags
 
-Target = namedtuple('Target', 'spawn wal_mode user password')
+Target = namedtuple('Target', 'spawn wal_mode user password spawn_init')
 Load = namedtuple('Load', [
     'greenlets', 'processes', 'phases', 'ops', 'duration', 'warmup', 'keys', 'distribution',
-    'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard'])
+    'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
+    'workload_file'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
 Output = namedtuple('Output', 'json html progress interval syscalls')
 Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler')
@@ -62,6 +63,12 @@ def _shard(text):
     return int(m.group(1)), int(m.group(2))
 
 
+def _check_shard(shard, keys):
+    if shard and keys < shard[1]:
+        raise errors.ConfigError('--shard %d/%d needs --keys of at least %d, or shards would '
+                                 'share keys; got %d' % (shard + (shard[1], keys)))
+
+
 def parse(argv=None, environ=None):
     """argv -> Config; raises ConfigError for values argparse cannot judge alone."""
     environ = os.environ if environ is None else environ
@@ -76,6 +83,10 @@ def parse(argv=None, environ=None):
 
     if args.mix and args.phases:
         raise errors.ConfigError('--phases and --mix exclude each other: a mix is one phase')
+    if args.spawn_init and not args.spawn:
+        raise errors.ConfigError('--spawn-init goes with --spawn')
+    if args.spawn_init and not os.path.isfile(args.spawn_init):
+        raise errors.ConfigError('--spawn-init %s: no such file' % args.spawn_init)
     if args.ops == 0 and args.duration == 0:
         raise errors.ConfigError('--ops 0 needs a --duration, or the phase never ends')
     if args.timeout <= 0:
@@ -94,19 +105,23 @@ def parse(argv=None, environ=None):
         raise errors.ConfigError('--interval must be above 0, and it goes with --progress 0 '
                                  '(with progress lines on, the timeline follows --progress)')
     opts = kind.options(args)
+    if args.workload_file:
+        phases = _user_phases(args)
+    else:
+        phases = kind.phases(opts, args.phases, args.mix, args.load)
     load = Load(
-        greenlets=args.greenlets, processes=args.processes,
-        phases=kind.phases(opts, args.phases, args.mix, args.load), ops=args.ops,
+        greenlets=args.greenlets, processes=args.processes, phases=phases, ops=args.ops,
         duration=args.duration, warmup=args.warmup, keys=args.keys or args.ops or 100000,
         distribution=args.distribution, value_size=args.value_size, seed=args.seed,
         checksum=args.checksum, rate=args.rate, arrival=args.arrival or 'constant',
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None,
-        shard=_shard(args.shard))
+        shard=_shard(args.shard), workload_file=args.workload_file)
+    _check_shard(load.shard, load.keys)
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
         backend=kind.name,
         target=Target(spawn=args.spawn, wal_mode=args.wal_mode, user=args.user,
-                      password=password),
+                      password=password, spawn_init=args.spawn_init),
         load=load,
         limits=Limits(timeout=args.timeout, connect_timeout=args.connect_timeout,
                       outage_limit=args.outage_limit),
@@ -117,6 +132,21 @@ def parse(argv=None, environ=None):
                             clock=args.profile_clock or 'wall',
                             profiler=args.profiler or 'yappi'),
         opts=opts, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+def _user_phases(args):
+    """The phases of a --workload-file: its WEIGHTS or PHASES, or --phases/--mix of its ops."""
+    from gloaddriver import workload
+    from gloaddriver.workload import userfile
+    user = userfile.load(args.workload_file)
+    if args.load:
+        raise errors.ConfigError('--load inserts with the built-in ops; a --workload-file '
+                                 'prepares its data in its setup(db)')
+    phases, mix = (args.phases, args.mix) if (args.phases or args.mix) else user.default_phases()
+    try:
+        return workload.phases_from(phases, mix, False, user.names, user.names)
+    except ValueError as e:
+        raise errors.ConfigError('%s (the ops of %s)' % (e, args.workload_file))
 
 
 def _profile_name(argv):

@@ -61,6 +61,9 @@ def build_parser(cls=None):
                         'created), removed afterwards')
     g.add_argument('--no-spawn', dest='spawn', action='store_false',
                    help='use --uri/--dsn even if a profile says spawn = true')
+    g.add_argument('--spawn-init', default=None, metavar='FILE',
+                   help='with --spawn: your schema and procedures, run in the private server '
+                        'first (Lua for Tarantool, at every start; SQL for PostgreSQL, once)')
     g.add_argument('--wal-mode', choices=['none', 'write', 'fsync'], default='none',
                    help='durability of the --spawn server: Tarantool wal_mode; for PostgreSQL '
                         'none = fsync, synchronous_commit and full_page_writes off, write = '
@@ -90,6 +93,9 @@ def build_parser(cls=None):
     g.add_argument('--shard', default=None, metavar='I/N',
                    help='run shard I of N (0-based): keys [I*K/N, (I+1)*K/N) of --keys K, so '
                         'hosts can share one key space; join the results with "gloaddriver merge"')
+    g.add_argument('--workload-file', default=None, metavar='FILE.py',
+                   help='your own workload: a Python file whose op_NAME(db, key[, rnd]) functions '
+                        'are the ops (see README "Load your own service")')
     g.add_argument('--load', action='store_true',
                    help='before a --mix, insert keys [0, --keys) in a phase named load')
     g.add_argument('--ops', type=count, default=100000, metavar='N',

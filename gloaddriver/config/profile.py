@@ -21,6 +21,9 @@ except ImportError:  # pragma: no cover - Python 2
 from gloaddriver import errors
 
 SECTION = 'gloaddriver'
+# Flags whose value names an input file: a relative path in a profile is relative
+# to the profile's folder, so a profile and its files travel together.
+FILE_FLAGS = ('--workload-file', '--spawn-init', '--script')
 PROFILES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             'profiles')   # package data: there in a checkout and a wheel
 TRUE, FALSE = ('true', 'yes', 'on', '1'), ('false', 'no', 'off', '0')
@@ -44,6 +47,20 @@ def _line_of(text, key):
         if re.match(r'\s*%s\s*[=:]' % re.escape(key), line):
             return i
     return '?'
+
+
+def _beside(profile_path, value):
+    """Relative file names in ``value`` (FILE, or FILE@W,FILE@W) made relative to the
+    profile's folder."""
+    folder = os.path.dirname(os.path.abspath(profile_path))
+    out = []
+    for part in value.split(','):
+        part = part.strip()
+        name, at, weight = part.rpartition('@') if '@' in part else (part, '', '')
+        if name and not os.path.isabs(name):
+            name = os.path.join(folder, name)
+        out.append(name + at + weight)
+    return ','.join(out)
 
 
 def to_argv(name, flags, check):
@@ -73,6 +90,8 @@ def to_argv(name, flags, check):
         if flag not in flags:
             raise errors.ConfigError('%s: not a gloaddriver flag' % where)
         value = value.strip()
+        if flag in FILE_FLAGS:
+            value = _beside(path, value)
         if flags[flag]:
             part = [flag, value]
         elif value.lower() in TRUE:

@@ -23,7 +23,7 @@ START_ENV = 'GLOADDRIVER_START_BARRIER'
 READY = 'gloaddriver: ready to start'
 # Flags the parent handles itself, with whether they take a value.
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
-                 '--html': True, '--interval': True, '--rate': True}
+                 '--html': True, '--interval': True, '--rate': True, '--spawn-init': True}
 
 
 def wait_for_start():

@@ -75,7 +75,7 @@ def _run_single(budget, st, fn, next_key, clock=clock):
             _failed(budget, st, e)
             continue
         st.lat[int((clock() - t0) * 1000000.0)] += 1
-        if not r:
+        if not r and r is not None:
             st.misses += 1
 
 
@@ -94,7 +94,7 @@ def _run_mix(budget, table, cumulative, rand, clock=clock):
             _failed(budget, st, e)
             continue
         st.lat[int((clock() - t0) * 1000000.0)] += 1
-        if not r:
+        if not r and r is not None:
             st.misses += 1
 
 
@@ -151,7 +151,7 @@ def _run_open(budget, pick, schedule, limit, clock=clock):
         t1 = clock()
         st.lat[int((t1 - t0) * 1000000.0)] += 1
         st.lat_co[int((t1 - intended) * 1000000.0)] += 1
-        if not r:
+        if not r and r is not None:
             st.misses += 1
 
 
@@ -163,6 +163,10 @@ class Run(object):
         self.load = config.load
         self.output = config.output
         self.outage_limit = config.limits.outage_limit
+        self.user = None
+        if config.load.workload_file:
+            from gloaddriver.workload import userfile
+            self.user = userfile.load(config.load.workload_file)
         self.backend = backend
         self.counter = counter
         self.profiler = profiler
@@ -175,13 +179,34 @@ class Run(object):
     # -- phases ---------------------------------------------------------------
 
     def execute(self):
+        self._hook('setup')
         if self.load.warmup > 0:
             self._warmup()
         for index, spec in enumerate(self.load.phases):
             self.phases.append(self._run_phase(index, spec))
             if self.aborted:
                 break
+        self._hook('teardown')
         return self.phases
+
+    def worker_ops(self, worker):
+        """{op name: fn(key)} of one worker: the backend's, or a workload file's bound to
+        the backend's client."""
+        if self.user is None:
+            return self.backend.worker_ops(worker)
+        rnd = keygen.make_rng(self.load.seed, 'workload-file', worker)
+        return self.user.bind(self.backend.client(worker), rnd)
+
+    def _hook(self, name):
+        """A workload file's setup(db) or teardown(db), on worker 0's client."""
+        fn = getattr(self.user, name, None)
+        if fn is None:
+            return
+        try:
+            fn(self.backend.client(0))
+        except Exception as e:
+            raise errors.SetupError('workload file %s: %s(db) failed: %s: %s'
+                                    % (self.user.path, name, e.__class__.__name__, e))
 
     def _warmup(self):
         """Unrecorded selects so the hub, connections and caches are warm."""
@@ -190,7 +215,9 @@ class Run(object):
         st = stats.OpStats('warmup')
         workers = []
         for w in range(cfg.greenlets):
-            fn = self.backend.worker_ops(w)['select']
+            ops = self.worker_ops(w)
+            # select where there is one; otherwise the first op of the first phase
+            fn = ops.get('select') or ops[cfg.phases[0].weights[0][0]]
             next_key = keygen.generator('uniform', cfg.keys, cfg.seed, 'warmup', w)
             workers.append(spawn_named('warmup-%d' % w, _run_single, budget, st, fn, next_key))
         gevent.sleep(cfg.warmup)
@@ -262,7 +289,7 @@ class Run(object):
             schedule = Schedule(cfg.rate, cfg.arrival, keygen.make_rng(cfg.seed, spec.name, 'arrivals'),
                                 clock())
         for w in range(cfg.greenlets):
-            fns = self.backend.worker_ops(w)
+            fns = self.worker_ops(w)
             if cfg.checksum:
                 by_name = dict((st.name, st) for st in ops)
                 fns = dict((k, _checksummed(f, by_name[k])) for k, f in fns.items()

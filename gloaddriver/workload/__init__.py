@@ -54,8 +54,9 @@ def parse_mix(text, allowed=OPS):
         name, sep, weight = part.partition('=')
         name = name.strip()
         if not sep or name not in allowed:
-            raise ValueError('--mix takes op=weight pairs from %s, e.g. %s=50,%s=50; got %r'
-                             % (','.join(allowed), allowed[0], allowed[1], part))
+            raise ValueError('--mix takes op=weight pairs from %s, e.g. %s; got %r'
+                             % (','.join(allowed), ','.join('%s=50' % n for n in allowed[:2]),
+                                part))
         try:
             w = int(weight)
         except ValueError:

@@ -61,6 +61,10 @@ class MemoryBackend(base.Backend):
     def phase_started(self):
         self.calls = 0
 
+    def client(self, worker):
+        """A workload file's db: the dict's ops by name (insert, select, ...)."""
+        return self
+
     def worker_ops(self, worker):
         ops = dict((name, getattr(self, name)) for name in workload.OPS)
         return dict((name, self._op(name, fn)) for name, fn in ops.items())

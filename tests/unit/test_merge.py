@@ -7,7 +7,6 @@ import sys
 from collections import namedtuple
 
 import gevent
-import pytest
 
 from gloaddriver import backends
 from gloaddriver import config as configuration

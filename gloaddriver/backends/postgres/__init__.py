@@ -15,8 +15,10 @@ from gloaddriver.backends import base
 from gloaddriver.config.types import positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
-                                'wait_callback')
+                                'wait_callback scripts')
 WORKLOADS = ('kv', 'relational', 'bulk', 'toolbench')
+# Workloads of the user's own: --script files, or a --workload-file's functions.
+USER_WORKLOADS = ('script', 'file')
 RELATIONAL_OPS = ('create', 'read')
 RELATIONAL_MIX = 'create=50,read=50'
 # The queries of asyncpg's driver benchmark: each is a phase of its own.
@@ -49,6 +51,10 @@ class Postgres(base.Kind):
                                   'comma-separated list is allowed)')),
         (('--rows',), dict(type=positive_int, metavar='N',
                            help='postgres bulk: rows per method (default 100000)')),
+        (('--script',), dict(action='append', metavar='FILE.sql[@W]',
+                             help='postgres: a pgbench-style script run whole as one op; '
+                                  'several (a.sql@9,b.sql@1, or the flag again) make a weighted '
+                                  'mix (see README "Load your own service")')),
         (('--wait-callback',), dict(choices=['cached', 'psycogreen'],
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '
@@ -57,11 +63,22 @@ class Postgres(base.Kind):
 
     def options(self, args):
         kind = args.workload or 'kv'
+        scripts = ()
+        if args.script or args.workload_file:
+            if args.workload:
+                raise errors.ConfigError('--workload %s and --%s exclude each other' % (
+                    args.workload, 'script' if args.script else 'workload-file'))
+            if args.script and args.workload_file:
+                raise errors.ConfigError('--script and --workload-file exclude each other')
+            if args.script:
+                from gloaddriver.backends.postgres import script
+                scripts = script.parse_all(args.script)
+            kind = 'script' if args.script else 'file'
         table = args.table or 'gloaddriver'
         if not _IDENT.match(table):
             raise errors.ConfigError('--table must be a plain SQL identifier, got %r' % table)
-        if args.prepared and kind != 'kv':
-            raise errors.ConfigError('--prepared applies to --workload kv')
+        if args.prepared and kind not in ('kv', 'script'):
+            raise errors.ConfigError('--prepared applies to --workload kv and --script')
         methods = ()
         if kind == 'bulk':
             text = args.method or 'all'
@@ -78,10 +95,19 @@ class Postgres(base.Kind):
         return Options(dsn=args.dsn or '', table=table, workload=kind, init=bool(args.init),
                        prepared=bool(args.prepared), pool_size=args.pool_size or args.greenlets,
                        bulk_methods=methods, rows=args.rows or 100000,
-                       wait_callback=args.wait_callback or 'cached')
+                       wait_callback=args.wait_callback or 'cached', scripts=scripts)
 
     def phases(self, opts, phases, mix, load):
         try:
+            if opts.workload == 'script':
+                if load:
+                    raise ValueError('--load does not go with --script: prepare the data in '
+                                     'the database (--spawn-init FILE.sql)')
+                names = tuple(s.name for s in opts.scripts)
+                default_mix = ','.join('%s=%d' % (s.name, s.weight) for s in opts.scripts)
+                if not (phases or mix) and len(names) > 1:
+                    mix = default_mix
+                return workload.phases_from(phases, mix, False, names, names)
             if opts.workload == 'relational':
                 if phases:
                     raise ValueError('--workload relational is one mix phase; use '
@@ -99,7 +125,8 @@ class Postgres(base.Kind):
         from gloaddriver.backends.postgres import pool
         from gloaddriver.backends.postgres.server import PostgresServer
         pool.install(config.opts.wait_callback)     # before any connection
-        return PostgresServer(wal_mode=config.target.wal_mode).start()
+        return PostgresServer(wal_mode=config.target.wal_mode,
+                              init_file=config.target.spawn_init).start()
 
     def target(self, config, server):
         return config._replace(opts=config.opts._replace(dsn=server.dsn, init=True),

@@ -257,3 +257,13 @@ MONITOR_NAME = 'gloaddriver-monitor'
 
 def name_monitor(item):
     item.cur.execute('SET application_name = %s', (MONITOR_NAME,))
+
+
+def translate(exc, item, password):
+    """A psycopg2 error as our exception; marks the connection broken when it is."""
+    pgcode = getattr(exc, 'pgcode', None)
+    if pgcode is None or item.conn.closed:
+        item.broken = True
+        return errors.NetworkError(scrub(exc, password) or exc.__class__.__name__)
+    message = (getattr(exc, 'pgerror', None) or str(exc)).strip().splitlines()
+    return errors.ServerError(pgcode, message[0] if message else pgcode)

@@ -44,8 +44,10 @@ class PostgresServer(Server):
     log_name = 'stdout.log'
     _stop_signal = signal.SIGINT   # "fast" shutdown: does not wait for clients
 
-    def __init__(self, wal_mode='none', max_connections=300, bindir=None):
+    def __init__(self, wal_mode='none', max_connections=300, bindir=None, init_file=None):
         Server.__init__(self)
+        self.init_file = os.path.abspath(init_file) if init_file else None
+        self._init_done = False
         self.wal_mode = wal_mode
         self.max_connections = max_connections
         self.bindir = bindir or postgres_bindir()
@@ -62,7 +64,8 @@ class PostgresServer(Server):
     def settings(self):
         return {'kind': 'postgres', 'spawned': True, 'wal_mode': self.wal_mode,
                 'settings': ' '.join(_PG_WAL[self.wal_mode][1::2]) or 'defaults',
-                'ssl': 'off', 'max_connections': self.max_connections, 'bindir': self.bindir}
+                'ssl': 'off', 'max_connections': self.max_connections, 'bindir': self.bindir,
+                'init_file': self.init_file}
 
     def _argv(self):
         return [os.path.join(self.bindir, 'postgres'), '-D', os.path.join(self.work_dir, 'data'),
@@ -146,5 +149,20 @@ class PostgresServer(Server):
         try:
             conn.autocommit = True
             conn.cursor().execute('CREATE EXTENSION IF NOT EXISTS hstore')
+            if self.init_file and not self._init_done:   # once, not at each restart
+                self._run_init(conn.cursor())
+                self._init_done = True
         finally:
             conn.close()
+
+    def _run_init(self, cur):
+        """The user's own schema (an SQL file), run once in the new database."""
+        import io
+        import psycopg2
+        with io.open(self.init_file, encoding='utf-8') as f:
+            sql = f.read()
+        try:
+            cur.execute(sql)
+        except psycopg2.Error as e:
+            raise errors.SetupError('--spawn-init %s failed: %s' % (
+                self.init_file, ' '.join(str(e).split())))

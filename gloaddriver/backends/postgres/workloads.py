@@ -69,20 +69,10 @@ TOOLBENCH_QUERIES = {
     'arrays': ('SELECT a FROM gloaddriver_tb_arrays', None),
 }
 
-def translate(exc, item, password):
-    """A psycopg2 error as our exception; marks the connection broken when it is."""
-    pgcode = getattr(exc, 'pgcode', None)
-    if pgcode is None or item.conn.closed:
-        item.broken = True
-        return errors.NetworkError(pgpool.scrub(exc, password) or exc.__class__.__name__)
-    message = (getattr(exc, 'pgerror', None) or str(exc)).strip().splitlines()
-    return errors.ServerError(pgcode, message[0] if message else pgcode)
-
-
 def statement_runner(pool, deadlines, password):
     """run(sql, params, fetch) on a pooled connection within the op timeout.
 
-    fetch: 'one' -> the first row or None, 'all' -> rows, 'count' -> rowcount.
+    fetch: 'one' -> the first row or () (a miss), 'all' -> rows, 'count' -> rowcount.
     """
     active = deadlines.active
     timeout = deadlines.timeout
@@ -97,7 +87,7 @@ def statement_runner(pool, deadlines, password):
                 cur = item.cur
                 cur.execute(sql, params)
                 if fetch == 'one':
-                    return cur.fetchone()
+                    return cur.fetchone() or ()
                 if fetch == 'all':
                     return cur.fetchall()
                 return cur.rowcount
@@ -107,7 +97,7 @@ def statement_runner(pool, deadlines, password):
                 item.broken = True
                 raise
             except psycopg2.Error as e:
-                raise translate(e, item, password)
+                raise pgpool.translate(e, item, password)
             finally:
                 pool.put(item)
         finally:
@@ -221,7 +211,10 @@ class PostgresBackend(base.Backend):
             info = getattr(conn, 'info', None)
             if info is not None:
                 self._address = '%s:%s' % (info.host, info.port)
-            self._check_schema(item)
+            if self.opts.workload == 'script':
+                self._check_scripts(item)
+            elif self.opts.workload != 'file':   # a workload file brings its own schema
+                self._check_schema(item)
         finally:
             # Not handed to the pool: it has no prepared statements and is not
             # counted in the pool's size.
@@ -252,8 +245,32 @@ class PostgresBackend(base.Backend):
             cur.execute('SELECT coalesce(max(id), 0) FROM rel_parent')
             self.max_parent = cur.fetchone()[0]
 
+    def _check_scripts(self, item):
+        """With --prepared, PREPARE every statement now: a wrong table or column is one line
+        naming the script and line before the run, not an error per op."""
+        if not self.opts.prepared:
+            return
+        from gloaddriver.backends.postgres import user
+        for i, script in enumerate(self.opts.scripts):
+            for j, s in enumerate(script.statements):
+                if s.control:
+                    continue
+                try:
+                    item.cur.execute('PREPARE %s AS %s' % (user.statement_name(i, j),
+                                                           s.prepared_sql))
+                except psycopg2.Error as e:
+                    raise errors.SchemaError('script %s, line %d: %s' % (
+                        script.path, s.line, ' '.join(str(e).split())))
+
     def _setup_connection(self, item):
-        if not self.opts.prepared or self.opts.workload != 'kv':
+        if not self.opts.prepared:
+            return
+        if self.opts.workload == 'script':
+            from gloaddriver.backends.postgres import user
+            user.prepare_scripts(item.cur, self.opts.scripts)
+            item.prepared = True
+            return
+        if self.opts.workload != 'kv':
             return
         t = self.opts.table
         cur = item.cur
@@ -273,6 +290,10 @@ class PostgresBackend(base.Backend):
         c = self.opts
         run = statement_runner(self.pool, self.deadlines, self.password)
         self.deadlines.start()
+        if c.workload in ('script', 'file'):
+            from gloaddriver.backends.postgres import user
+            self._held = user.holder(self.pool, self.deadlines, self.password)
+            return None
         if c.workload == 'relational':
             return self._relational_ops(run)
         if c.workload == 'toolbench':
@@ -310,7 +331,7 @@ class PostgresBackend(base.Backend):
 
         def op_rmw(key):
             # Two statements in autocommit, as YCSB's read-modify-write: not atomic.
-            if run(sel, (key,), 'one') is None:
+            if not run(sel, (key,), 'one'):
                 return 0
             return run(upd, (values[(key + 2) % nv], key), 'count')
         return {'insert': op_insert, 'select': op_select, 'update': op_update,
@@ -332,7 +353,17 @@ class PostgresBackend(base.Backend):
         return {'create': op_create, 'read': op_read}
 
     def worker_ops(self, worker):
-        return self._ops
+        if self.opts.workload != 'script':
+            return self._ops
+        from gloaddriver.backends.postgres import user
+        from gloaddriver.workload import keys as keygen
+        rnd = keygen.make_rng(self.config.load.seed, 'script', worker)
+        return dict((s.name, user.script_op(i, s, self.opts.prepared, self._held, rnd, worker))
+                    for i, s in enumerate(self.opts.scripts))
+
+    def client(self, worker):
+        from gloaddriver.backends.postgres import user
+        return user.Client(self._held)
 
     def io_counts(self):
         return None

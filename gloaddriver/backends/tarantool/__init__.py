@@ -8,12 +8,12 @@ from __future__ import absolute_import, division, print_function
 
 from collections import namedtuple
 
-from gloaddriver import errors
+from gloaddriver import errors, workload
 from gloaddriver.backends import base
 from gloaddriver.config.types import positive_int
 
 Options = namedtuple('Options', 'host port space connector connections max_pending overlap '
-                                'by_name')
+                                'by_name request args fill')
 DEFAULT_URI = '127.0.0.1:3301'
 
 
@@ -41,6 +41,17 @@ class Tarantool(base.Kind):
         (('--by-name',), dict(action='store_true',
                               help='tarantool: name the space on every op (through the schema '
                                    'cache) instead of resolving it once')),
+        (('--call',), dict(metavar='FUNC',
+                           help='tarantool: each op calls this stored procedure with --args')),
+        (('--eval',), dict(metavar='EXPR', help='tarantool: each op evaluates this Lua with '
+                                                '--args as its ...')),
+        (('--sql',), dict(metavar='STATEMENT',
+                          help='tarantool: each op executes this SQL (prepared where the '
+                               'server can) with --args bound to its ?')),
+        (('--args',), dict(metavar='JSON',
+                           help='tarantool: the arguments of --call/--eval/--sql, a JSON array '
+                                'with placeholders {key}, {value}, {random:A:B}, {string:N}, '
+                                '{float}, {worker} filled per op (default [])')),
     )
 
     def options(self, args):
@@ -56,14 +67,24 @@ class Tarantool(base.Kind):
         if connections > args.greenlets:
             raise errors.ConfigError('--connections %d exceeds --greenlets %d: a connection '
                                      'would have no greenlet' % (connections, args.greenlets))
+        request, fill = _request(args)
         return Options(host=host, port=int(port), space=args.space or 'gloaddriver',
                        connector=connector, connections=connections,
                        max_pending=args.max_pending or 10000, overlap=args.overlap is not False,
-                       by_name=bool(args.by_name))
+                       by_name=bool(args.by_name), request=request, args=args.args, fill=fill)
+
+    def phases(self, opts, phases, mix, load):
+        if opts.request is None:
+            return base.Kind.phases(self, opts, phases, mix, load)
+        if phases or mix or load:
+            raise errors.ConfigError('--%s is the op of one phase: --phases, --mix and --load '
+                                     'do not go with it' % opts.request[0])
+        return (workload.Phase(opts.request[0], ((opts.request[0], 1),)),)
 
     def spawn(self, config):
         from gloaddriver.backends.tarantool.server import TarantoolServer
-        return TarantoolServer(space=config.opts.space, wal_mode=config.target.wal_mode).start()
+        return TarantoolServer(space=config.opts.space, wal_mode=config.target.wal_mode,
+                               init_file=config.target.spawn_init).start()
 
     def target(self, config, server):
         return config._replace(
@@ -85,12 +106,32 @@ class Tarantool(base.Kind):
         buffered = opts.connector == 'buffered'
         return dict(base.Kind.manifest(self, config), connector=opts.connector,
                     connections=opts.connections if buffered else config.load.greenlets,
-                    overlap=opts.overlap if buffered else None)
+                    overlap=opts.overlap if buffered else None,
+                    request={'kind': opts.request[0], 'target': opts.request[1],
+                             'args': opts.args or '[]'} if opts.request else None)
 
     @property
     def compat(self):
         from gloaddriver.backends.tarantool import compat
         return compat
+
+
+def _request(args):
+    """(kind, target) of --call/--eval/--sql and its compiled --args, or (None, None)."""
+    given = [(k, getattr(args, k)) for k in ('call', 'eval', 'sql') if getattr(args, k)]
+    if len(given) > 1:
+        raise errors.ConfigError('--call, --eval and --sql exclude each other: an op is one '
+                                 'request')
+    if not given:
+        if args.args is not None:
+            raise errors.ConfigError('--args goes with --call, --eval or --sql')
+        return None, None
+    if args.workload_file:
+        raise errors.ConfigError('--%s and --workload-file exclude each other' % given[0][0])
+    from gloaddriver.workload.template import compile_args
+    fill = compile_args(args.args or '[]', workload.values(args.value_size))
+    kind, target = given[0]
+    return (kind, target if isinstance(target, type(u'')) else target.decode('utf-8')), fill
 
 
 KIND = Tarantool()

@@ -10,6 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
+from gloaddriver.backends.tarantool import requests
+from gloaddriver.workload import keys as keygen
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool.connection import Connection
 
@@ -49,7 +51,7 @@ def make_ops(conn, space_id, values, space_name=None):
 
     def op_rmw(key):
         if not request(enc_select, space_id, 0, [key], limit, 0, eq):
-            return None
+            return []   # a miss
         return request(enc_update, space_id, 0, [key], [[u'=', 1, values[(key + 2) % nv]]])
     return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete,
             'scan': op_scan, 'rmw': op_rmw}
@@ -82,7 +84,7 @@ def _ops_by_name(conn, name, values):
 
     def op_rmw(key):
         if not select(name, [key]):
-            return None
+            return []   # a miss
         return update(name, [key], [[u'=', 1, values[(key + 2) % nv]]])
     return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete,
             'scan': op_scan, 'rmw': op_rmw}
@@ -120,11 +122,13 @@ class BufferedBackend(TarantoolBackend):
         self.space_id = None
         self.values = workload.values(config.load.value_size)
         self._ops = []
+        self._targets = []        # per connection: the --sql statement's id, or the request
+        self._request_note = ''
 
     def describe(self):
         n = self.config.opts.connections
-        return 'buffered connector, %d greenlets on %d connection%s' % (
-            self.config.load.greenlets, n, '' if n == 1 else 's')
+        return 'buffered connector, %d greenlets on %d connection%s%s' % (
+            self.config.load.greenlets, n, '' if n == 1 else 's', self._request_note)
 
     def _open(self):
         c = self.config
@@ -135,12 +139,37 @@ class BufferedBackend(TarantoolBackend):
                               max_pending=opts.max_pending, outage_limit=limits.outage_limit,
                               overlap=opts.overlap, name='tarantool-%d' % i)
             self.conns.append(conn.connect())
-        self.space_id = check_space(self.conns[0], opts.space)
-        name = opts.space if opts.by_name else None
-        self._ops = [make_ops(conn, self.space_id, self.values, name) for conn in self.conns]
+        if opts.request is not None:
+            self._open_request(opts.request)
+        elif not c.load.workload_file:   # the built-in ops need their space
+            self.space_id = check_space(self.conns[0], opts.space)
+            name = opts.space if opts.by_name else None
+            self._ops = [make_ops(conn, self.space_id, self.values, name) for conn in self.conns]
+
+    def _open_request(self, request):
+        kind, target = request
+        if kind == 'sql':
+            self._targets = [requests.prepare(conn, target) for conn in self.conns]
+            prepared = self._targets[0].__class__ is int
+            self._request_note = ', --sql %s' % ('prepared' if prepared else 'as text (the '
+                                                 'server cannot prepare)')
+        else:
+            self._targets = [target] * len(self.conns)
+            self._request_note = ', --%s %s' % (kind, target)
 
     def worker_ops(self, worker):
-        return self._ops[worker % len(self._ops)]
+        request = self.config.opts.request
+        if request is None:
+            return self._ops[worker % len(self._ops)]
+        i = worker % len(self.conns)
+        rnd = keygen.make_rng(self.config.load.seed, 'args', worker)
+        return {request[0]: requests.buffered_op(self.conns[i], request[0], self._targets[i],
+                                                 self.config.opts.fill, rnd, worker)}
+
+    def client(self, worker):
+        """The buffered connection itself: select, insert, replace, update, upsert, delete,
+        call, eval, execute, by space and index names or ids."""
+        return self.conns[worker % len(self.conns)]
 
     def io_counts(self):
         total = {}

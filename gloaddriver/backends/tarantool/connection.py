@@ -208,7 +208,8 @@ class Connection(object):
 
         ``encode`` is a bound method of ``self.encoder``. This is the path of
         every op; the workload calls it directly to save a call per request.
-        Returns the reply's data (a list of tuples, or None).
+        Returns the reply's data (a list of tuples), or its body when it has none
+        (SQL DML, PREPARE: a dict by IPROTO key).
         """
         if self._sock is None or len(self._waiters) >= self.max_pending:
             self._wait_ready()
@@ -253,14 +254,28 @@ class Connection(object):
         space_id = self._space(space)
         return self.request(self.encoder.delete, space_id, self._index(space_id, index), key)
 
+    # Names, Lua and SQL are text on the wire: a native str of a 2.7 caller is decoded
+    # (as a space name is), or the server would get msgpack bin and refuse it.
+
     def call(self, name, *args):
-        return self.request(self.encoder.call, name, args)
+        return self.request(self.encoder.call, to_text(name), args)
 
     def eval(self, expr, *args):
-        return self.request(self.encoder.eval, expr, args)
+        return self.request(self.encoder.eval, to_text(expr), args)
+
+    def execute(self, sql, args=()):
+        """SQL over IPROTO: rows of a query, or the number of rows a DML statement
+        changed. ``sql`` is the text, or the id ``prepare`` returned."""
+        r = self.request(self.encoder.execute, sql if sql.__class__ is int else to_text(sql),
+                         list(args))
+        return r if r.__class__ is list else r[P.SQL_INFO][P.SQL_INFO_ROW_COUNT]
+
+    def prepare(self, sql):
+        """The server-side id of a prepared SQL statement (Tarantool 2.3 and later)."""
+        return self.request(self.encoder.prepare, to_text(sql))[P.STMT_ID]
 
     def ping(self):
-        return self.request(self.encoder.ping)
+        self.request(self.encoder.ping)
 
     # -- schema: names to ids, cached by decoded text ---------------------------
 
@@ -365,7 +380,8 @@ class Connection(object):
                         self.late += 1
                         continue
                     if code == P.OK:
-                        wake.append((waiter.switch, body.get(P.DATA)))
+                        # Rows; an SQL or prepare reply without rows gives its body.
+                        wake.append((waiter.switch, body.get(P.DATA, body)))
                     elif code == P.CHUNK:
                         self.pushes += 1
                         waiters[sync] = waiter

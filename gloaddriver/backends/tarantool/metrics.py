@@ -7,9 +7,12 @@ from gloaddriver.measure.server_metrics import ServerMetrics
 _SAMPLE = u"""local s = box.stat() local sl = box.slab.info()
 return {select = s.SELECT.total, insert = s.INSERT.total, replace = s.REPLACE.total,
         update = s.UPDATE.total, delete = s.DELETE.total, upsert = s.UPSERT.total,
-        call = s.CALL.total, eval = s.EVAL.total, lsn = box.info.lsn,
+        call = s.CALL.total, eval = s.EVAL.total,
+        execute = s.EXECUTE and s.EXECUTE.total, prepare = s.PREPARE and s.PREPARE.total,
+        lsn = box.info.lsn,
         arena_used = sl.arena_used, items_used = sl.items_used, quota_used = sl.quota_used}"""
-RATES = ('select', 'insert', 'replace', 'update', 'delete', 'upsert', 'call')
+RATES = ('select', 'insert', 'replace', 'update', 'delete', 'upsert', 'call', 'eval',
+         'execute', 'prepare')
 GAUGES = ('lsn', 'arena_used', 'items_used', 'quota_used')
 CHARTS = [{'kind': 'server-memory', 'title': 'Server: memory (box.slab.info)',
            'keys': ['arena_used', 'items_used', 'quota_used'], 'unit': 'bytes'}]

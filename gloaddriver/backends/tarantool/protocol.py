@@ -32,6 +32,8 @@ AUTH = 0x07
 EVAL = 0x08
 UPSERT = 0x09
 CALL = 0x0a
+EXECUTE = 0x0b        # SQL: a statement's text, or a prepared statement's id
+PREPARE = 0x0d
 PING = 0x40
 CHUNK = 0x80          # box.session.push() out-of-band message
 ERROR_FLAG = 0x8000   # reply code = ERROR_FLAG | box error code
@@ -55,6 +57,13 @@ EXPR = 0x27
 OPS = 0x28
 DATA = 0x30
 ERROR_24 = 0x31       # error message (all versions)
+METADATA = 0x32
+SQL_TEXT = 0x40
+SQL_BIND = 0x41
+SQL_INFO = 0x42       # {SQL_INFO_ROW_COUNT: n, ...} in the reply to DML
+STMT_ID = 0x43
+OPTIONS = 0x2b
+SQL_INFO_ROW_COUNT = 0x00
 
 # System views used to resolve names to ids; index 2 of each is "name".
 VSPACE_ID = 281
@@ -191,6 +200,14 @@ class Encoder(object):
 
     def eval(self, buf, sync, expr, args):
         self.request(buf, EVAL, sync, {EXPR: expr, TUPLE: list(args)})
+
+    def execute(self, buf, sync, sql, args):
+        """SQL by text (``sql`` is text) or by prepared statement id (an int)."""
+        self.request(buf, EXECUTE, sync, {STMT_ID if sql.__class__ is int else SQL_TEXT: sql,
+                                          SQL_BIND: args, OPTIONS: []})
+
+    def prepare(self, buf, sync, sql):
+        self.request(buf, PREPARE, sync, {SQL_TEXT: sql})
 
     def ping(self, buf, sync):
         self.request(buf, PING, sync, {})

@@ -30,10 +30,15 @@ local s = box.schema.space.create('%(space)s', {
     format = {{name = 'id', type = 'unsigned'}, {name = 'value', type = 'string'}},
 })
 s:create_index('primary', {type = 'tree', parts = {1, 'unsigned'}, if_not_exists = true})
+%(user_init)s
 io.stdout:write('gloaddriver: ready\\n')
 io.stdout:flush()
 """
 
+
+
+def _lua_string(text):
+    return "'%s'" % text.replace('\\', '\\\\').replace("'", "\\'")
 
 
 class TarantoolServer(Server):
@@ -43,8 +48,9 @@ class TarantoolServer(Server):
     log_name = 'tarantool.log'
 
     def __init__(self, space='gloaddriver', wal_mode='none', memtx_memory=1 << 30,
-                 readahead=1 << 20, net_msg_max=4096, binary=None):
+                 readahead=1 << 20, net_msg_max=4096, binary=None, init_file=None):
         Server.__init__(self)
+        self.init_file = os.path.abspath(init_file) if init_file else None
         self.space = space
         self.wal_mode = wal_mode
         self.memtx_memory = memtx_memory
@@ -58,7 +64,8 @@ class TarantoolServer(Server):
         """What the manifest says about this server (never the password)."""
         return {'kind': 'tarantool', 'spawned': True, 'wal_mode': self.wal_mode,
                 'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
-                'net_msg_max': self.net_msg_max, 'binary': self.binary}
+                'net_msg_max': self.net_msg_max, 'binary': self.binary,
+                'init_file': self.init_file}
 
     def _argv(self):
         return [self.binary, os.path.join(self.work_dir, 'init.lua')]
@@ -76,7 +83,10 @@ class TarantoolServer(Server):
             f.write(_TARANTOOL_INIT % {
                 'port': self.port, 'work_dir': self.work_dir, 'wal_mode': self.wal_mode,
                 'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
-                'net_msg_max': self.net_msg_max, 'user': self.user, 'space': self.space})
+                'net_msg_max': self.net_msg_max, 'user': self.user, 'space': self.space,
+                # The user's own schema and procedures, run as admin after ours.
+                'user_init': 'dofile(%s)' % _lua_string(self.init_file) if self.init_file
+                else ''})
 
     def _ready(self, timeout):
         # The port opens at box.cfg; the user and space exist once init.lua ends.

@@ -16,8 +16,10 @@ from tarantool import error as tnt_error
 from gloaddriver import errors, workload
 from gloaddriver._compat import PY2
 from gloaddriver.backends import base
+from gloaddriver.backends.tarantool import requests
 from gloaddriver.backends.tarantool.buffered import TarantoolBackend
 from gloaddriver.backends.tarantool.protocol import ITERATOR_GE
+from gloaddriver.workload import keys as keygen
 
 
 def _translate(exc):
@@ -72,7 +74,7 @@ def make_ops(conn, space_id, values):
     def op_rmw(key):
         try:
             if not select(space_id, [key]):
-                return None
+                return []   # a miss
             return update(space_id, [key], [(u'=', 1, values[(key + 2) % nv])])
         except Exception as e:
             raise _translate(e)
@@ -117,24 +119,35 @@ class SyncBackend(TarantoolBackend):
     def _open(self):
         opts = self.config.opts
         first = self._connect()
-        try:
-            space = first.schema.get_space(opts.space)
-        except tnt_error.SchemaError:
-            raise errors.SchemaError(
-                'Tarantool at %s:%s has no space %r; create it (box.schema.space.create(%r) '
-                'with a primary index) or use --spawn'
-                % (opts.host, opts.port, opts.space, opts.space))
-        self.space_id = space.sid
+        builtin = opts.request is None and not self.config.load.workload_file
+        if builtin:
+            try:
+                self.space_id = first.schema.get_space(opts.space).sid
+            except tnt_error.SchemaError:
+                raise errors.SchemaError(
+                    'Tarantool at %s:%s has no space %r; create it (box.schema.space.create(%r) '
+                    'with a primary index) or use --spawn'
+                    % (opts.host, opts.port, opts.space, opts.space))
         try:
             self._version = first.eval('return _TARANTOOL')[0].split('-')[0]
         except Exception:
             self._version = None
         self.conns = [first] + _spawn_all([self._connect] * (self.config.load.greenlets - 1))
-        space = opts.space if opts.by_name else self.space_id
-        self._ops = [make_ops(conn, space, self.values) for conn in self.conns]
+        if builtin:
+            space = opts.space if opts.by_name else self.space_id
+            self._ops = [make_ops(conn, space, self.values) for conn in self.conns]
 
     def worker_ops(self, worker):
-        return self._ops[worker]
+        request = self.config.opts.request
+        if request is None:
+            return self._ops[worker]
+        rnd = keygen.make_rng(self.config.load.seed, 'args', worker)
+        return {request[0]: requests.sync_op(self.conns[worker], request[0], request[1],
+                                             self.config.opts.fill, rnd, worker, _translate)}
+
+    def client(self, worker):
+        """This worker's own tarantool-python connection."""
+        return self.conns[worker]
 
     def io_counts(self):
         return None   # tarantool-python does not count its socket calls

@@ -1,0 +1,153 @@
+"""The user's own SQL on the pool: ``--script`` ops, and the ``db`` of a --workload-file.
+
+Both hold one pooled connection for a whole op (a script's statements, a
+transaction) within the op timeout, as the built-in ops hold one for a
+statement: the same deadline sweeper, the same error translation, and a
+transaction left open by a failure is rolled back before the connection goes
+back to the pool.
+"""
+from __future__ import absolute_import, division, print_function
+
+import contextlib
+
+import gevent
+import psycopg2
+import psycopg2.extensions
+
+from gloaddriver import errors
+from gloaddriver._compat import clock
+from gloaddriver.backends.postgres import pool as pgpool
+
+_IDLE = psycopg2.extensions.TRANSACTION_STATUS_IDLE
+
+
+def holder(pool, deadlines, password):
+    """held() -> a context manager lending one pooled connection within the op timeout."""
+    active = deadlines.active
+    timeout = deadlines.timeout
+    getcurrent = gevent.getcurrent
+
+    @contextlib.contextmanager
+    def held():
+        g = getcurrent()
+        active[g] = (clock() + timeout,)
+        item = None
+        try:
+            item = pool.get()
+            yield item
+        except errors.RequestTimeout:
+            if item is not None:
+                item.broken = True   # psycopg2 closed it when the timeout was thrown in
+            raise
+        except psycopg2.Error as e:
+            raise pgpool.translate(e, item, password)
+        finally:
+            if item is not None:
+                _end_transaction(item)
+                pool.put(item)
+            active.pop(g, None)
+    return held
+
+
+def _end_transaction(item):
+    """Roll back what a failed op left open, so the next op starts clean."""
+    conn = item.conn
+    if item.broken or conn.closed or conn.get_transaction_status() == _IDLE:
+        return
+    try:
+        item.cur.execute('ROLLBACK')
+    except psycopg2.Error:
+        item.broken = True
+
+
+def _result(cur):
+    """Rows of a query, or the number of rows a statement changed."""
+    return cur.fetchall() if cur.description is not None else cur.rowcount
+
+
+def prepare_scripts(cur, scripts):
+    """PREPARE every statement of every script on this connection (--prepared)."""
+    for i, script in enumerate(scripts):
+        for j, s in enumerate(script.statements):
+            if not s.control:
+                cur.execute('PREPARE %s AS %s' % (statement_name(i, j), s.prepared_sql))
+
+
+def statement_name(script_index, statement_index):
+    return 'gl_script_%d_%d' % (script_index, statement_index)
+
+
+def script_op(index, script, prepared, held, rnd, worker):
+    """fn(key): one run of ``script`` on one connection; it returns nothing to judge."""
+    variables = script.variables
+    steps = []
+    for j, s in enumerate(script.statements):
+        if s.control:
+            steps.append((s.sql, None))
+        elif prepared:
+            steps.append(('EXECUTE %s (%s)' % (statement_name(index, j),
+                                               ', '.join(['%s'] * len(s.names)))
+                          if s.names else 'EXECUTE %s' % statement_name(index, j), s.names))
+        else:
+            steps.append((s.sql, True))
+
+    def op(key):
+        v = variables(key, worker, rnd)
+        with held() as item:
+            execute = item.cur.execute
+            for sql, names in steps:
+                if names is None:
+                    execute(sql)
+                elif names is True:
+                    execute(sql, v)
+                else:
+                    execute(sql, [v[n] for n in names])
+    return op
+
+
+class Transaction(object):
+    """The cursor of one transaction: ``execute(sql, params)`` -> rows or rowcount."""
+
+    __slots__ = ('_cur',)
+
+    def __init__(self, cur):
+        self._cur = cur
+
+    def execute(self, sql, params=None):
+        self._cur.execute(sql, params)
+        return _result(self._cur)
+
+    def fetchone(self, sql, params=None):
+        self._cur.execute(sql, params)
+        return self._cur.fetchone()
+
+
+class Client(object):
+    """The ``db`` a --workload-file gets on PostgreSQL: statements on the pool.
+
+    ``db.execute(sql, params)`` runs one statement (autocommit) and returns its
+    rows, or the number of rows it changed; ``db.fetchone(sql, params)`` the first
+    row or None. ``with db.transaction() as tx:`` holds one connection for
+    ``tx.execute(...)`` calls between BEGIN and COMMIT (rolled back if the block
+    raises). Parameters use psycopg2's ``%s`` / ``%(name)s`` style.
+    """
+
+    def __init__(self, held):
+        self._held = held
+
+    def execute(self, sql, params=None):
+        with self._held() as item:
+            item.cur.execute(sql, params)
+            return _result(item.cur)
+
+    def fetchone(self, sql, params=None):
+        with self._held() as item:
+            item.cur.execute(sql, params)
+            return item.cur.fetchone()
+
+    @contextlib.contextmanager
+    def transaction(self):
+        with self._held() as item:
+            item.cur.execute('BEGIN')
+            yield Transaction(item.cur)
+            item.cur.execute('COMMIT')

@@ -1,0 +1,328 @@
+"""The user's own workload, four ways, against real servers set up by the shipped
+examples: --call/--eval/--sql (Tarantool), --script (PostgreSQL), --workload-file
+(both). Every run is accounted for, and the server's own counters agree with the
+client's counts."""
+from __future__ import absolute_import, division, print_function
+
+import os
+import time
+
+import pytest
+
+from gloaddriver.backends.postgres.server import PostgresServer
+from gloaddriver.backends.tarantool.server import TarantoolServer
+from tests.integration.conftest import ROOT, assert_accounted, connect, run_cli
+
+EXAMPLES = os.path.join(ROOT, 'examples')
+
+
+def example(name):
+    return os.path.join(EXAMPLES, name)
+
+
+@pytest.fixture(scope='module')
+def orders():
+    server = TarantoolServer(init_file=example('orders.lua')).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope='module')
+def bank():
+    server = PostgresServer(init_file=example('bank.sql')).start()
+    yield server
+    server.stop()
+
+
+def box_stat(server):
+    conn = connect(server)
+    try:
+        (stat,) = conn.eval(u"""local s = box.stat()
+            return {call = s.CALL.total, eval = s.EVAL.total, execute = s.EXECUTE.total,
+                    select = s.SELECT.total, prepare = s.PREPARE.total}""")
+        return stat
+    finally:
+        conn.close()
+
+
+def tnt_eval(server, expr, *args):
+    conn = connect(server)
+    try:
+        return conn.eval(expr, *args)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+def test_call_a_stored_procedure(orders, connector):
+    before = box_stat(orders)
+    rc, out, err, res = run_cli(['--connector', connector, '--greenlets', '20', '--ops', '3000',
+                                 '--call', 'place_order',
+                                 '--args', '[{key}, "customer-{random:1:50}", {random:1:5}]'],
+                                server=orders)
+    assert rc == 0, err
+    (phase,) = res['phases']
+    assert_accounted(res)
+    assert (phase['name'], phase['ok'], phase['misses']) == ('call', 3000, 0)
+    calls = box_stat(orders)['call'] - before['call']
+    assert calls == phase['attempted'] == 3000    # the server counted every one
+    # what the procedure stored is what the template sent: key, customer-N, qty
+    rows = tnt_eval(orders, u"return box.space.orders:select({2999}, "
+                            u"{iterator = 'LE', limit = 3})")[0]
+    assert [r[0] for r in rows] == [2999, 2998, 2997]
+    for r in rows:
+        assert r[1].startswith(u'customer-') and 1 <= int(r[1].split(u'-')[1]) <= 50
+        assert 1 <= r[2] <= 5 and r[3] == u'new'
+    assert res['manifest']['request'] == {'kind': 'call', 'target': 'place_order',
+                                          'args': '[{key}, "customer-{random:1:50}", '
+                                                  '{random:1:5}]'}
+
+
+def test_eval_counts_and_server_errors_by_code(orders):
+    before = box_stat(orders)
+    rc, out, err, res = run_cli(['--ops', '500', '--eval', 'return ...',
+                                 '--args', '[{key}, "{value}"]', '--value-size', '16'],
+                                server=orders)
+    assert rc == 0, err
+    assert res['phases'][0]['ok'] == 500
+    evals = box_stat(orders)['eval'] - before['eval']
+    # the run's own server-metrics sampler evals too, a few times per phase
+    assert 500 <= evals <= 520, evals
+    rc, out, err, res = run_cli(['--ops', '200', '--call', 'no_such_procedure'], server=orders)
+    assert rc == 1
+    (phase,) = res['phases']
+    assert_accounted(res)
+    assert phase['errors'] == {'server:33': 200}     # ER_NO_SUCH_PROC, counted by code
+    assert "no_such_procedure" in out and 'Traceback' not in err
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+def test_sql_over_iproto(orders, connector):
+    before = box_stat(orders)
+    rc, out, err, res = run_cli(['--connector', connector, '--ops', '2000', '--greenlets', '10',
+                                 '--sql', 'INSERT OR REPLACE INTO customers VALUES (?, ?, ?)',
+                                 '--args', '[{key}, "{string:12}", {random:1:100}]'],
+                                server=orders)
+    assert rc == 0, err
+    assert_accounted(res)
+    assert res['phases'][0]['ok'] == 2000
+    after = box_stat(orders)
+    assert after['execute'] - before['execute'] == 2000
+    (n,) = tnt_eval(orders, u"return box.execute('SELECT count(*) FROM customers').rows[1][1]")
+    assert n >= 2000
+    if connector == 'buffered':
+        # prepared once per connection, then executed by id
+        assert after['prepare'] - before['prepare'] == 1
+        assert 'prepared' in res['manifest']['connector_detail']
+    # a query that finds no row is a miss, not an error
+    rc, out, err, res = run_cli(['--connector', connector, '--ops', '300',
+                                 '--sql', 'SELECT * FROM customers WHERE id = ?',
+                                 '--args', '[{key}]', '--keys', '4000'], server=orders)
+    assert rc == 0, err
+    (phase,) = res['phases']
+    assert phase['ok'] == 300 and phase['misses'] == 0   # keys 0..299 exist
+    rc, out, err, res = run_cli(['--connector', connector, '--ops', '300',
+                                 '--sql', 'SELECT * FROM customers WHERE id = ? + 100000',
+                                 '--args', '[{key}]'], server=orders)
+    assert rc == 0, err
+    assert res['phases'][0]['misses'] == 300
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+def test_python_workload_file_on_tarantool(orders, connector):
+    before = box_stat(orders)
+    rc, out, err, res = run_cli(['--connector', connector, '--greenlets', '20', '--ops', '4000',
+                                 '--workload-file', example('tarantool_workload.py')],
+                                server=orders)
+    assert rc == 0, err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    ops = phase['ops']
+    assert sorted(ops) == ['browse', 'place', 'ship']
+    assert phase['ok'] == 4000 and phase['misses'] == 0
+    # WEIGHTS 6:3:1 over 4000 seeded draws
+    assert abs(ops['browse']['attempted'] / 4000.0 - 0.6) < 0.04
+    after = box_stat(orders)
+    # setup() replaced 1000 orders with the connection's replace, not a call: the calls
+    # on the server are exactly the place and ship ops.
+    assert after['call'] - before['call'] == ops['place']['attempted'] + ops['ship']['attempted']
+    assert after['select'] - before['select'] >= ops['browse']['attempted']
+    assert res['manifest']['workload_file'].endswith('tarantool_workload.py')
+
+
+def test_spawned_server_runs_the_users_init(tmpdir):
+    rc, out, err, res = run_cli(['--spawn', '--spawn-init', example('orders.lua'),
+                                 '--call', 'place_order', '--args', '[{key}, "c", 1]',
+                                 '--ops', '1000'])
+    assert rc == 0, err
+    assert res['phases'][0]['ok'] == 1000
+    assert res['manifest']['server']['init_file'] == example('orders.lua')
+
+
+# -- PostgreSQL ----------------------------------------------------------------------
+
+def pg_query(server, sql):
+    import psycopg2
+    conn = psycopg2.connect(server.dsn)
+    try:
+        conn.autocommit = True
+        cur = conn.cursor()
+        cur.execute(sql)
+        return cur.fetchall()
+    finally:
+        conn.close()
+
+
+def run_pg(server, args):
+    dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable' % (
+        server.port, server.database, server.user)
+    return run_cli(['--backend', 'postgres', '--dsn', dsn] + args,
+                   env={'GLOADDRIVER_PASSWORD': server.password})
+
+
+def inserted_into_history(server, expected, timeout=10.0):
+    """n_tup_ins of history as the server counts it (flushed about once a second)."""
+    deadline = time.time() + timeout
+    while True:
+        ((n,),) = pg_query(server, "SELECT n_tup_ins FROM pg_stat_user_tables "
+                                   "WHERE relname = 'history'")
+        if n >= expected or time.time() > deadline:
+            return n
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize('prepared', [False, True])
+def test_pgbench_style_scripts(bank, prepared):
+    ((before,),) = pg_query(bank, 'SELECT count(*) FROM history')
+    stat0 = inserted_into_history(bank, 0)
+    args = ['--greenlets', '8', '--ops', '2000', '--script',
+            '%s@1,%s@4' % (example('transfer.sql'), example('balance.sql'))]
+    rc, out, err, res = run_pg(bank, args + (['--prepared'] if prepared else []))
+    assert rc == 0, err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    assert phase['name'] == 'mix' and sorted(phase['ops']) == ['balance', 'transfer']
+    transfers = phase['ops']['transfer']['ok']
+    assert abs(transfers / 2000.0 - 0.2) < 0.04      # weights 1:4
+    ((after,),) = pg_query(bank, 'SELECT count(*) FROM history')
+    assert after - before == transfers               # one history row per transfer
+    # the server's own counter of inserted rows agrees
+    assert inserted_into_history(bank, stat0 + transfers) - stat0 == transfers
+    ((total,),) = pg_query(bank, 'SELECT sum(abalance) FROM accounts')
+    ((logged,),) = pg_query(bank, 'SELECT coalesce(sum(delta), 0) FROM history')
+    assert total == logged      # every transfer committed whole: balances match the log
+
+
+def test_python_workload_file_on_postgres(bank):
+    ((before,),) = pg_query(bank, 'SELECT count(*) FROM history')
+    rc, out, err, res = run_pg(bank, ['--greenlets', '10', '--ops', '3000', '--workload-file',
+                                      example('postgres_workload.py')])
+    assert rc == 0, err
+    assert_accounted(res)
+    ops = res['phases'][0]['ops']
+    assert sorted(ops) == ['balance', 'transfer']
+    assert ops['balance']['misses'] == 0
+    ((after,),) = pg_query(bank, 'SELECT count(*) FROM history')
+    assert after - before == 2 * ops['transfer']['ok']   # two history rows per transfer
+    ((total,),) = pg_query(bank, 'SELECT sum(abalance) FROM accounts')
+    ((logged,),) = pg_query(bank, 'SELECT coalesce(sum(delta), 0) FROM history')
+    assert total == logged
+
+
+# -- bad input: one line naming the file, line or placeholder; exit 2 -----------------
+
+def write(tmpdir, name, text):
+    path = tmpdir.join(name)
+    path.write(text)
+    return str(path)
+
+
+@pytest.mark.parametrize('args,words', [
+    (['--call', 'f', '--args', '[{kee}]'], ['{kee}', 'unknown placeholder']),
+    (['--call', 'f', '--args', '[{random:5:1}]'], ['{random:5:1}', 'A <= B']),
+    (['--call', 'f', '--args', '[{key}'], ['--args is not JSON']),
+    (['--call', 'f', '--sql', 'SELECT 1'], ['exclude each other']),
+    (['--args', '[1]'], ['--args goes with']),
+    (['--call', 'f', '--phases', 'insert'], ['one phase']),
+    (['--backend', 'postgres', '--call', 'f'], ['--call is for --backend tarantool']),
+    (['--script', 'x.sql'], ['--script is for --backend postgres']),
+])
+def test_bad_requests_are_one_line(args, words):
+    rc, out, err, res = run_cli(args + ['--ops', '10'])
+    assert rc == 2, err
+    assert err.count('\n') == 1 and 'Traceback' not in err
+    for w in words:
+        assert w in err, err
+
+
+@pytest.mark.parametrize('text,words', [
+    (u'\\set aid random(1, 10\nSELECT 1;\n', ['line 1', 'cannot parse']),
+    (u'-- c\n\\set n nosuch(1)\nSELECT 1;\n', ['line 2', 'unknown function nosuch']),
+    (u'SELECT :missing;\n', ['line 1', ':missing is not set']),
+    (u'\\sleep 10 ms\nSELECT 1;\n', ['line 1', '\\sleep is not supported']),
+    (u'-- nothing\n', ['no SQL statement']),
+])
+def test_bad_scripts_name_file_and_line(tmpdir, text, words):
+    path = write(tmpdir, 'bad.sql', text)
+    rc, out, err, res = run_cli(['--backend', 'postgres', '--script', path, '--ops', '10'])
+    assert rc == 2, err
+    assert err.count('\n') == 1 and 'Traceback' not in err and path in err
+    for w in words:
+        assert w in err, err
+
+
+def test_a_script_on_a_missing_table_fails_before_the_run(bank, tmpdir):
+    path = write(tmpdir, 'typo.sql', u'SELECT 1;\n\nSELECT * FROM acounts WHERE aid = :key;\n')
+    rc, out, err, res = run_pg(bank, ['--script', path, '--prepared', '--ops', '10'])
+    assert rc == 3, err
+    assert 'line 3' in err and 'acounts' in err and 'Traceback' not in err
+
+
+@pytest.mark.parametrize('text,words', [
+    (u'def op_a(db, key):\n    return 1\n\ndef op_b(db:\n', ['line 4', 'bad.py']),
+    (u'import no_such_module_here\n', ['line 1', 'cannot import', 'no_such_module_here']),
+    (u'X = 1\n', ['defines no op']),
+    (u'def op_a(db):\n    pass\n', ['line 1', 'op_a must take (db, key)']),
+    (u'WEIGHTS = {"b": 1}\ndef op_a(db, key):\n    pass\n', ["WEIGHTS names 'b'"]),
+    (u'WEIGHTS = {"a": "x"}\ndef op_a(db, key):\n    pass\n', ["WEIGHTS['a']"]),
+    (u'def setup():\n    pass\ndef op_a(db, key):\n    pass\n', ['setup must be']),
+])
+def test_bad_workload_files_are_one_line(tmpdir, text, words):
+    path = write(tmpdir, 'bad.py', text)
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '10'])
+    assert rc == 2, err
+    assert err.count('\n') == 1 and 'Traceback' not in err and path in err
+    for w in words:
+        assert w in err, err
+
+
+def test_a_failing_op_in_a_workload_file_is_counted_by_kind(orders, tmpdir):
+    path = write(tmpdir, 'flaky.py', u'def op_flaky(db, key):\n'
+                                     u'    if key % 10 == 0:\n'
+                                     u'        raise ValueError("not this one")\n'
+                                     u'    return db.call("tostring", key)\n')
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '1000'], server=orders)
+    assert rc == 1
+    (phase,) = res['phases']
+    assert_accounted(res)
+    assert phase['errors'] == {'client:ValueError': 100} and phase['ok'] == 900
+    assert 'not this one' in out
+
+
+@pytest.mark.parametrize('name', sorted(f for f in os.listdir(EXAMPLES) if f.endswith('.ini')))
+def test_every_example_profile_runs_from_anywhere(name, tmpdir):
+    """Profiles name their files relative to themselves: run them from another folder."""
+    import subprocess
+    import sys
+    out = str(tmpdir.join('r.json'))
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--profile', example(name),
+                          '--ops', '300', '--progress', '0', '--json', out],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmpdir),
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    _out, err = p.communicate()
+    assert p.returncode == 0, err
+    import json
+    with open(out) as f:
+        res = json.load(f)
+    assert_accounted(res)
+    assert sum(ph['ok'] for ph in res['phases']) == sum(ph['attempted'] for ph in res['phases'])
