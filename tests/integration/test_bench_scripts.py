@@ -129,3 +129,16 @@ def test_environment_helper_command_line():
         shell_sum = subprocess.check_output('cat setup.cfg setup.py | cksum', shell=True, cwd=ROOT)
         assert envs.stamp() == shell_sum.decode().split()[0]
     assert envs.cksum(b'') == 4294967295 and envs.cksum(b'123456789') == 930766865
+
+
+def test_bench_user_table_and_json(tmpdir):
+    path = str(tmpdir.join('u.json'))
+    rc, out, err = run('bench_user.py', ['--ops', '2000', '--keys', '1000', '--rounds', '1',
+                                         '--greenlets', '10', '--out', path])
+    assert rc == 0, err
+    data = json.load(open(path))
+    kinds = [t['kind'] for t in data['table']]
+    assert kinds == ['built-in select', 'workload file']
+    assert data['table'][0]['cpu_ratio'] == 1.0 and data['table'][1]['cpu_ratio'] > 0
+    assert all(r['failed'] == 0 and r['misses'] == 0 for r in data['runs'])
+    assert 'cpu ratio' in out
