@@ -5,31 +5,23 @@ from __future__ import absolute_import, division, print_function
 import argparse
 
 
-def positive_int(text):
+def _number(text, cast, what, minimum, rule):
     try:
-        value = int(text)
+        value = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError('%r is not a whole number' % text)
-    if value < 1:
-        raise argparse.ArgumentTypeError('must be at least 1, got %s' % text)
+        raise argparse.ArgumentTypeError('%r is not %s' % (text, what))
+    if value < minimum:
+        raise argparse.ArgumentTypeError('%s, got %s' % (rule, text))
     return value
+
+
+def positive_int(text):
+    return _number(text, int, 'a whole number', 1, 'must be at least 1')
 
 
 def count(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('%r is not a whole number' % text)
-    if value < 0:
-        raise argparse.ArgumentTypeError('must not be negative, got %s' % text)
-    return value
+    return _number(text, int, 'a whole number', 0, 'must not be negative')
 
 
 def seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('%r is not a number of seconds' % text)
-    if value < 0:
-        raise argparse.ArgumentTypeError('must not be negative, got %s' % text)
-    return value
+    return _number(text, float, 'a number of seconds', 0, 'must not be negative')

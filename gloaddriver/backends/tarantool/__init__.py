@@ -13,7 +13,7 @@ from gloaddriver.backends import base
 from gloaddriver.config.types import positive_int
 
 Options = namedtuple('Options', 'host port space connector connections max_pending overlap '
-                                'by_name request args fill')
+                                'by_name request args fill index')
 DEFAULT_URI = '127.0.0.1:3301'
 
 
@@ -23,8 +23,9 @@ class Tarantool(base.Kind):
     flags = (
         (('--uri',), dict(metavar='HOST:PORT', help='tarantool: server address (default %s; '
                                                     'ignored with --spawn)' % DEFAULT_URI)),
-        (('--space',), dict(help='tarantool: space with an unsigned primary key and a string '
-                                 'value field (default gloaddriver)')),
+        (('--space',), dict(help='tarantool: the space of the built-in ops, any format: keys '
+                                 'and tuples follow its format and indexes (default '
+                                 'gloaddriver)')),
         (('--connector',), dict(choices=['buffered', 'sync'],
                                 help='tarantool: buffered (ours, shared socket; the default) or '
                                      'sync (tarantool-python, one connection per greenlet)')),
@@ -41,6 +42,9 @@ class Tarantool(base.Kind):
         (('--by-name',), dict(action='store_true',
                               help='tarantool: name the space on every op (through the schema '
                                    'cache) instead of resolving it once')),
+        (('--index',), dict(metavar='NAME|ID',
+                            help='tarantool: the index of the built-in select and scan '
+                                 '(default: the primary key)')),
         (('--call',), dict(metavar='FUNC',
                            help='tarantool: each op calls this stored procedure with --args')),
         (('--eval',), dict(metavar='EXPR', help='tarantool: each op evaluates this Lua with '
@@ -71,7 +75,8 @@ class Tarantool(base.Kind):
         return Options(host=host, port=int(port), space=args.space or 'gloaddriver',
                        connector=connector, connections=connections,
                        max_pending=args.max_pending or 10000, overlap=args.overlap is not False,
-                       by_name=bool(args.by_name), request=request, args=args.args, fill=fill)
+                       by_name=bool(args.by_name), request=request, args=args.args, fill=fill,
+                       index=int(args.index) if (args.index or '').isdigit() else args.index)
 
     def phases(self, opts, phases, mix, load):
         if opts.request is None:

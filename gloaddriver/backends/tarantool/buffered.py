@@ -1,5 +1,5 @@
 """The Tarantool workload on the buffered connector: insert/select/update/delete, scan
-and read-modify-write of (key, value) tuples.
+and read-modify-write of tuples shaped by the space (``layout``).
 
 Gives the runner one callable per op and worker, ``fn(key)``, returning the
 result rows (empty = the key was not there). The buffered connector shares
@@ -10,84 +10,31 @@ from __future__ import absolute_import, division, print_function
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
-from gloaddriver.backends.tarantool import requests
-from gloaddriver.workload import keys as keygen
 from gloaddriver.backends.tarantool import protocol as P
+from gloaddriver.backends.tarantool import requests
 from gloaddriver.backends.tarantool.connection import Connection
+from gloaddriver.backends.tarantool.layout import Layout
+from gloaddriver.backends.tarantool.layout import make_ops as make_layout_ops
+from gloaddriver.workload import keys as keygen
 
 
-def make_ops(conn, space_id, values, space_name=None):
-    """The four op callables on one buffered connection.
+def make_ops(conn, space_id, values, space_name=None, layout=None):
+    """The built-in ops on one buffered connection, for the space's layout
+    (gloaddriver's own (id, value) space when none is given).
 
-    ``values[k % 100]`` is inserted for key k and ``values[(k + 1) % 100]``
-    written by update, so a read can tell which write it sees. Each op goes
-    straight to ``conn.request`` with a bound encoder method: one call less
-    per op than the public methods.
+    ``values[k % 100]`` is inserted for key k and ``values[(k + 1) % 100]`` written
+    by update, so a read can tell which write it sees. Each op goes straight to
+    ``conn.request`` with a bound encoder method: one call less per op than the
+    public methods. With ``space_name`` (--by-name) the ops call the public
+    methods instead and name the space on every call, as an application would: a
+    schema cache that misses (keyed by bytes on py3, say) shows up as schema
+    fetches and two requests per op.
     """
-    nv = len(values)
-    request = conn.request
-    enc = conn.encoder
-    enc_insert, enc_select, enc_update, enc_delete = enc.insert, enc.select, enc.update, enc.delete
-    limit, eq, ge = P.MAX_SELECT, P.ITERATOR_EQ, P.ITERATOR_GE
-    scan_length = workload.scan_length
+    layout = layout or Layout.classic(space_id)
     if space_name is not None:
-        return _ops_by_name(conn, space_name, values)
-
-    def op_insert(key):
-        return request(enc_insert, space_id, [key, values[key % nv]])
-
-    def op_select(key):
-        return request(enc_select, space_id, 0, [key], limit, 0, eq)
-
-    def op_update(key):
-        # IPROTO update field numbers are 0-based: field 1 is the value.
-        return request(enc_update, space_id, 0, [key], [[u'=', 1, values[(key + 1) % nv]]])
-
-    def op_delete(key):
-        return request(enc_delete, space_id, 0, [key])
-
-    def op_scan(key):
-        return request(enc_select, space_id, 0, [key], scan_length(key), 0, ge)
-
-    def op_rmw(key):
-        if not request(enc_select, space_id, 0, [key], limit, 0, eq):
-            return []   # a miss
-        return request(enc_update, space_id, 0, [key], [[u'=', 1, values[(key + 2) % nv]]])
-    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete,
-            'scan': op_scan, 'rmw': op_rmw}
-
-
-def _ops_by_name(conn, name, values):
-    """The same ops, naming the space on every call (--by-name).
-
-    Each op resolves the name through the connection's schema cache, as an
-    application would: a cache that misses (keyed by bytes on py3, say) shows
-    up as schema fetches and two requests per op.
-    """
-    nv = len(values)
-    insert, select, update, delete = conn.insert, conn.select, conn.update, conn.delete
-
-    def op_insert(key):
-        return insert(name, [key, values[key % nv]])
-
-    def op_select(key):
-        return select(name, [key])
-
-    def op_update(key):
-        return update(name, [key], [[u'=', 1, values[(key + 1) % nv]]])
-
-    def op_delete(key):
-        return delete(name, [key])
-
-    def op_scan(key):
-        return select(name, [key], limit=workload.scan_length(key), iterator=P.ITERATOR_GE)
-
-    def op_rmw(key):
-        if not select(name, [key]):
-            return []   # a miss
-        return update(name, [key], [[u'=', 1, values[(key + 2) % nv]]])
-    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete,
-            'scan': op_scan, 'rmw': op_rmw}
+        return make_layout_ops(layout, 'method', values, space_name, methods=conn)
+    return make_layout_ops(layout, 'request', values, space_id, request=conn.request,
+                           encoder=conn.encoder)
 
 
 class TarantoolBackend(base.Backend):
@@ -143,8 +90,10 @@ class BufferedBackend(TarantoolBackend):
             self._open_request(opts.request)
         elif not c.load.workload_file:   # the built-in ops need their space
             self.space_id = check_space(self.conns[0], opts.space)
+            layout = Layout.read(self.conns[0], self.space_id, opts.index)
             name = opts.space if opts.by_name else None
-            self._ops = [make_ops(conn, self.space_id, self.values, name) for conn in self.conns]
+            self._ops = [make_ops(conn, self.space_id, self.values, name, layout)
+                         for conn in self.conns]
 
     def _open_request(self, request):
         kind, target = request
@@ -164,7 +113,8 @@ class BufferedBackend(TarantoolBackend):
         i = worker % len(self.conns)
         rnd = keygen.make_rng(self.config.load.seed, 'args', worker)
         return {request[0]: requests.buffered_op(self.conns[i], request[0], self._targets[i],
-                                                 self.config.opts.fill, rnd, worker)}
+                                                 self.config.opts.fill, rnd, worker,
+                                                 sql=request[1])}
 
     def client(self, worker):
         """The buffered connection itself: select, insert, replace, update, upsert, delete,

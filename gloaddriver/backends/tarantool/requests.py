@@ -13,6 +13,7 @@ from gloaddriver._compat import PY2
 from gloaddriver.backends.tarantool import protocol as P
 
 KINDS = ('call', 'eval', 'sql')
+ER_WRONG_QUERY_ID = 211   # "Prepared statement with id N does not exist"
 
 
 def prepare(conn, sql):
@@ -26,18 +27,28 @@ def prepare(conn, sql):
                                 % (conn.address, sql, e.message))
 
 
-def buffered_op(conn, kind, target, fill, rnd, worker):
+def buffered_op(conn, kind, target, fill, rnd, worker, sql=None):
     """fn(key) sending the request on the buffered connection ``conn``.
 
     ``target`` is the function name, the Lua expression, or the SQL statement (its
-    prepared id or text)."""
+    prepared id, or ``sql`` itself)."""
     request = conn.request
     if kind == 'sql':
         enc = conn.encoder.execute
         info, count = P.SQL_INFO, P.SQL_INFO_ROW_COUNT
+        current = [target]
 
         def op_sql(key):
-            r = request(enc, target, fill(key, rnd, worker))
+            args = fill(key, rnd, worker)
+            try:
+                r = request(enc, current[0], args)
+            except errors.ServerError as e:
+                # A prepared statement belongs to its session: after a reconnect the
+                # server no longer knows the id. Prepare again, once, and go on.
+                if e.code != ER_WRONG_QUERY_ID:
+                    raise
+                current[0] = prepare(conn, sql)
+                r = request(enc, current[0], args)
             return r if r.__class__ is list else r[info][count]
         return op_sql
     enc = conn.encoder.call if kind == 'call' else conn.encoder.eval

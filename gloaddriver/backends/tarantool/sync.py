@@ -18,7 +18,8 @@ from gloaddriver._compat import PY2
 from gloaddriver.backends import base
 from gloaddriver.backends.tarantool import requests
 from gloaddriver.backends.tarantool.buffered import TarantoolBackend
-from gloaddriver.backends.tarantool.protocol import ITERATOR_GE
+from gloaddriver.backends.tarantool.layout import Layout
+from gloaddriver.backends.tarantool.layout import make_ops as make_layout_ops
 from gloaddriver.workload import keys as keygen
 
 
@@ -37,49 +38,11 @@ def _translate(exc):
     return exc
 
 
-def make_ops(conn, space_id, values):
-    nv = len(values)
-    insert, select, update, delete = conn.insert, conn.select, conn.update, conn.delete
-
-    def op_insert(key):
-        try:
-            return insert(space_id, [key, values[key % nv]])
-        except Exception as e:
-            raise _translate(e)
-
-    def op_select(key):
-        try:
-            return select(space_id, [key])
-        except Exception as e:
-            raise _translate(e)
-
-    def op_update(key):
-        try:
-            return update(space_id, [key], [(u'=', 1, values[(key + 1) % nv])])
-        except Exception as e:
-            raise _translate(e)
-
-    def op_delete(key):
-        try:
-            return delete(space_id, [key])
-        except Exception as e:
-            raise _translate(e)
-
-    def op_scan(key):
-        try:
-            return select(space_id, [key], limit=workload.scan_length(key), iterator=ITERATOR_GE)
-        except Exception as e:
-            raise _translate(e)
-
-    def op_rmw(key):
-        try:
-            if not select(space_id, [key]):
-                return []   # a miss
-            return update(space_id, [key], [(u'=', 1, values[(key + 2) % nv])])
-        except Exception as e:
-            raise _translate(e)
-    return {'insert': op_insert, 'select': op_select, 'update': op_update, 'delete': op_delete,
-            'scan': op_scan, 'rmw': op_rmw}
+def make_ops(conn, space, values, layout=None):
+    """The built-in ops through tarantool-python, for the space's layout (gloaddriver's
+    own when none is given); its exceptions become ours."""
+    layout = layout or Layout.classic(space)
+    return make_layout_ops(layout, 'method', values, space, methods=conn, translate=_translate)
 
 
 class SyncBackend(TarantoolBackend):
@@ -134,8 +97,22 @@ class SyncBackend(TarantoolBackend):
             self._version = None
         self.conns = [first] + _spawn_all([self._connect] * (self.config.load.greenlets - 1))
         if builtin:
+            layout = self._layout()
             space = opts.space if opts.by_name else self.space_id
-            self._ops = [make_ops(conn, space, self.values) for conn in self.conns]
+            self._ops = [make_ops(conn, space, self.values, layout) for conn in self.conns]
+
+    def _layout(self):
+        """The space's layout, read over a buffered connection of a moment's use (the
+        schema views are plain selects; tarantool-python's schema cache has no format)."""
+        from gloaddriver.backends.tarantool.connection import Connection
+        c = self.config
+        conn = Connection(c.opts.host, c.opts.port, c.target.user, c.target.password,
+                          timeout=c.limits.timeout, connect_timeout=c.limits.connect_timeout,
+                          name='schema').connect()
+        try:
+            return Layout.read(conn, self.space_id, c.opts.index)
+        finally:
+            conn.close()
 
     def worker_ops(self, worker):
         request = self.config.opts.request
