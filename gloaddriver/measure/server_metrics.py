@@ -12,6 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
+import gevent
+
+from gloaddriver._compat import clock, spawn_named
+
 _TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 
 
@@ -53,22 +57,35 @@ class ServerMetrics(object):
         self.pid = pid
         self.error = None
 
-    def sample(self, cpu=False):
-        """Cumulative counters; with cpu, also the spawned server's CPU time (scans /proc:
-        done at phase boundaries only, outside the client's syscall window)."""
+    def sample(self, cpu=False, timeout=1.0):
+        """Cumulative counters, or None when the server does not answer within
+        ``timeout``; with cpu, also the spawned server's CPU time (scans /proc: done
+        at phase boundaries only, outside the client's syscall window)."""
+        s = None
         try:
-            s = self._sampler()
+            with gevent.Timeout(timeout, False):   # False: leave the block quietly
+                s = self._sampler()
         except Exception as e:   # the server may be down: metrics are best effort
             self.error = str(e)
+            return None
+        if s is None:
+            self.error = 'no answer within %.1f s' % timeout
             return None
         if cpu and self.pid is not None:
             s['cpu_seconds'] = process_cpu_seconds(self.pid)
         return s
 
     def delta(self, a, b, seconds):
+        """Rates and gauges between two samples. A counter that went backwards means the
+        server restarted between them: no rate can be had for that span, and the result
+        says ``server_restarted`` instead of a negative rate."""
         if a is None or b is None or seconds <= 0:
             return None
         keys = [k for k in self.rates if k in a and k in b]
+        if any(b[k] < a[k] for k in keys):
+            out = {'rps': {}, 'counts': {}, 'server_restarted': True}
+            out.update((k, b.get(k)) for k in self.gauges)
+            return out
         out = {'rps': dict((k, round((b[k] - a[k]) / seconds, 1)) for k in keys),
                'counts': dict((k, b[k] - a[k]) for k in keys)}
         out.update((k, b.get(k)) for k in self.gauges)
@@ -80,6 +97,10 @@ class ServerMetrics(object):
         """A short text for a progress line."""
         if not d:
             return ''
+        if d.get('server_restarted'):
+            return ' | server restarted'
+        if d.get('late'):
+            return ' | server: no sample (late)'
         rps = sum(v for k, v in d['rps'].items() if k in self.progress_rates)
         text = ' | server %s/s' % '{:,}'.format(int(rps))
         if d.get('cpu_pct') is not None:
@@ -88,3 +109,42 @@ class ServerMetrics(object):
 
     def close(self):
         self._close()
+
+
+class Poller(object):
+    """The server's figures for the ticker, which must never wait on the server.
+
+    ``tick(wait)`` starts a sample in a greenlet of its own (unless the last one is
+    still out) and waits for it at most ``wait``: a server that answers at once gives
+    a sample taken at the tick, one that is down, paused or slow costs the ticker no
+    more than ``wait`` and its sample is simply late (taken up at a later tick, or
+    abandoned after a whole period). Returns ``latest``: (clock time, sample) of the
+    newest sample that came back, or None.
+    """
+
+    def __init__(self, metrics, period):
+        self.metrics = metrics
+        self.period = period
+        self.latest = None
+        self._job = None
+
+    def tick(self, wait):
+        job = self._job
+        if job is None or job.ready():
+            self._take(job)
+            job = self._job = spawn_named('server-metrics', self._sample)
+        job.join(wait)
+        self._take(job)
+        return self.latest
+
+    def _take(self, job):
+        if job is not None and job.ready() and job.value is not None:
+            self.latest = job.value
+
+    def _sample(self):
+        s = self.metrics.sample(cpu=False, timeout=self.period)
+        return (clock(), s) if s is not None else None
+
+    def stop(self):
+        if self._job is not None:
+            self._job.kill(block=False)

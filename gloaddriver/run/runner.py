@@ -17,6 +17,7 @@ from gloaddriver import errors
 from gloaddriver._compat import clock, spawn_named
 from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats, syscalls
+from gloaddriver.measure.server_metrics import Poller
 from gloaddriver.measure.timeline import Timeline
 from gloaddriver.workload import keys as keygen
 
@@ -115,6 +116,7 @@ class Schedule(object):
 
 
 LATE_AFTER = shape.LATE_AFTER
+SAMPLE_WAIT = 0.05   # of a period: how long the ticker waits for the server's figures
 
 
 def _run_open(budget, pick, schedule, limit, clock=clock):
@@ -352,14 +354,30 @@ class Run(object):
     # -- the ticker: progress lines and the outage watchdog ----------------------
 
     def _tick(self, name, ops, budget, timeline, intervals):
+        metrics = self.server_metrics
+        poller = Poller(metrics, self.output.interval) if metrics is not None else None
+        try:
+            self._tick_loop(name, ops, budget, timeline, intervals, poller)
+        finally:
+            if poller is not None:
+                poller.stop()
+
+    def _tick_loop(self, name, ops, budget, timeline, intervals, poller):
+        """Each period: close a timeline row, watch for an outage, pair the newest server
+        sample with the previous one, write the progress line. The server is sampled
+        beside the ticker (Poller) and waited for at most SAMPLE_WAIT of a period, so
+        rows come on time whatever the server does."""
         out = self.output
         period = out.interval
-        t0 = prev_t = clock()
+        wait = period * SAMPLE_WAIT
         metrics = self.server_metrics
-        prev_server = metrics.sample(cpu=False) if metrics else None
-        last_ok = t0
+        prev_server = poller.tick(wait) if poller is not None else None
+        last_ok = next_at = clock()
         while True:
-            gevent.sleep(period)
+            # On a fixed schedule: a late sample or a slow write does not push every
+            # later row back.
+            next_at += period
+            gevent.sleep(max(next_at - clock(), 0))
             now = clock()
             row = timeline.close_interval(now, self.counter.snapshot())
             if row['ok']:
@@ -368,10 +386,17 @@ class Run(object):
                 budget.stop('no successful op for %.0f s (last error: %s); aborting the run'
                             % (now - last_ok, _last_sample(ops)))
             server_line = ''
-            if metrics is not None:
-                cur = metrics.sample(cpu=False)
-                d = metrics.delta(prev_server, cur, now - prev_t)
-                prev_server = cur
+            if poller is not None:
+                cur = poller.tick(wait)
+                if cur is not None and cur is not prev_server:
+                    d = metrics.delta(prev_server[1], cur[1], cur[0] - prev_server[0]) \
+                        if prev_server is not None else None
+                    prev_server = cur
+                elif prev_server is not None:
+                    # No new sample since the last row: the server did not answer in time.
+                    d = {'rps': {}, 'counts': {}, 'late': True}
+                else:
+                    d = None
                 if d is not None:
                     intervals.append(dict(d, t=row['t'], client_ops_per_sec=round(
                         row['attempted'] / row['seconds'], 1) if row['seconds'] > 0 else None))
@@ -385,7 +410,6 @@ class Run(object):
                     % (row['t'], name, '{:,}'.format(int(n / row['seconds'])) if row['seconds'] > 0
                        else '-', '{:,}'.format(p99), row['errors'], sys_op, server_line))
                 self.progress_out.flush()
-            prev_t = now
 
 
 def _last_sample(ops):
