@@ -26,7 +26,7 @@ def free_port():
         s.close()
 
 
-def _detach():
+def detach():
     """preexec_fn of a server: own session, and killed if its parent dies.
 
     PR_SET_PDEATHSIG makes the kernel SIGKILL the server when the process
@@ -106,7 +106,7 @@ class Server(object):
             if run_as is not None:
                 os.setgid(run_as[1])
                 os.setuid(run_as[0])
-            _detach()
+            detach()
         with open(os.path.join(self.work_dir, 'stdout.log'), 'w') as out:
             self.proc = subprocess.Popen(self._argv(), cwd=self.work_dir, env=self._env(),
                                          stdout=out, stderr=subprocess.STDOUT,

@@ -26,7 +26,12 @@ def exit_code(result):
     """0 when every op succeeded; 1 when any failed, timed out or the run was aborted
     (said on stderr)."""
     from gloaddriver import errors
-    if result.get('aborted'):
+    aborted = result.get('aborted')
+    if aborted == errors.INTERRUPTED or (isinstance(aborted, list) and
+                                         errors.INTERRUPTED in aborted):
+        errors.say('interrupted: the phases so far are reported above')
+        return errors.EXIT_INTERRUPTED
+    if aborted:
         errors.say('run aborted: %s' % (result['aborted'],))
         return errors.EXIT_OPS_FAILED
     phases = result['phases']

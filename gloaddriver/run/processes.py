@@ -13,11 +13,14 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 
 from gloaddriver import errors
+from gloaddriver.backends.spawn import detach
+from gloaddriver.run.interrupts import Interrupts
 
 START_ENV = 'GLOADDRIVER_START_BARRIER'
 READY = 'gloaddriver: ready to start'
@@ -52,6 +55,40 @@ def _split(total, n, i):
     return total // n + (1 if i < total % n else 0)
 
 
+def _run_children(children, interrupted):
+    """Start barrier, go, and the children's results: (parts, exit codes, stderr lines).
+    After an interrupt, a child that wrote no result is left out, not an error."""
+    for p, _path in children:   # the start barrier
+        seen = []
+        while True:
+            line = p.stderr.readline().decode('utf-8', 'replace')
+            if not line:
+                if interrupted:
+                    break
+                raise errors.SetupError('a worker process exited before starting: %s'
+                                        % ' '.join(l.strip() for l in seen[-3:]))
+            if line.strip() == READY:
+                break
+            seen.append(line)
+    for p, _path in children:
+        if p.poll() is None:
+            p.stdin.write(b'go\n')
+            p.stdin.flush()
+    parts, codes, messages = [], [], []
+    for p, path in children:
+        _out, err = p.communicate()
+        codes.append(p.returncode)
+        messages += [l for l in err.decode('utf-8', 'replace').splitlines() if l.strip()]
+        if not os.path.exists(path):
+            if interrupted:
+                continue
+            raise errors.SetupError('a worker process wrote no result (exit %d): %s'
+                                    % (p.returncode, ' '.join(messages[-3:])))
+        with open(path) as f:
+            parts.append(json.load(f))
+    return parts, codes, messages
+
+
 def run(config, argv, out=None):
     from gloaddriver import backends
     from gloaddriver.report import output, results
@@ -70,7 +107,7 @@ def run(config, argv, out=None):
         # --keys from the total --ops: a child would derive it from its share.
         # A profile in argv would bring its own spawn/processes back: override them.
         base = _child_argv(argv) + ['--progress', '0', '--interval', str(config.output.interval),
-                                    '--keys', str(load.keys),
+                                    '--keys', str(load.keys), '--spawn-init=',
                                     '--no-spawn', '--processes', '1']
         if config.target.spawn:
             server = kind.spawn(config)
@@ -84,34 +121,27 @@ def run(config, argv, out=None):
                            '--json', path]
             if load.rate:   # --rate is the whole run's: each process takes its share
                 args += ['--rate', repr(load.rate / n)]
+            # Their own session: a terminal's Ctrl-C reaches the parent only, which
+            # passes it on once (two would make a child quit at once); and killed
+            # with the parent, however it dies.
             p = subprocess.Popen([sys.executable, '-m', 'gloaddriver'] + args, env=env,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE)
+                                 stderr=subprocess.PIPE, preexec_fn=detach)
             children.append((p, path))
-        for p, _path in children:   # the start barrier
-            seen = []
-            while True:
-                line = p.stderr.readline().decode('utf-8', 'replace')
-                if not line:
-                    raise errors.SetupError('a worker process exited before starting: %s'
-                                            % ' '.join(l.strip() for l in seen[-3:]))
-                if line.strip() == READY:
-                    break
-                seen.append(line)
-        for p, _path in children:
-            p.stdin.write(b'go\n')
-            p.stdin.flush()
-        parts, codes, messages = [], [], []
-        for p, path in children:
-            _out, err = p.communicate()
-            codes.append(p.returncode)
-            messages += [l for l in err.decode('utf-8', 'replace').splitlines() if l.strip()]
-            if not os.path.exists(path):
-                raise errors.SetupError('a worker process wrote no result (exit %d): %s'
-                                        % (p.returncode, ' '.join(messages[-3:])))
-            with open(path) as f:
-                parts.append(json.load(f))
+        interrupted = []
+
+        def interrupt():
+            interrupted.append(True)
+            for p, _path in children:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+        with Interrupts(interrupt):
+            parts, codes, messages = _run_children(children, interrupted)
+        if not parts:
+            raise KeyboardInterrupt()   # interrupted before any child had measured
         merged = results.merge(parts)
+        if interrupted:
+            merged['aborted'] = errors.INTERRUPTED
         merged['manifest']['processes'] = n
         merged['manifest']['argv'] = list(config.argv)
         if server is not None:
@@ -122,7 +152,7 @@ def run(config, argv, out=None):
             '%d processes, merged: rates add up, percentiles from the summed histograms' % n])
         for m in messages:
             sys.stderr.write(m + '\n')
-        return max(codes)
+        return output.exit_code(merged) if interrupted else max(codes)
     finally:
         for p, _path in children:
             if p.poll() is None:

@@ -177,6 +177,10 @@ class Run(object):
         self.progress_out = progress_out if progress_out is not None else sys.stderr
         self.phases = []
         self.aborted = None
+        self._budget = None      # the phase (or warmup) running now
+        # Keys known to exist after a time-bounded insert phase, which grows the key
+        # space with the run instead of wrapping around --keys; None: --keys.
+        self.key_count = None
 
     # -- phases ---------------------------------------------------------------
 
@@ -190,6 +194,12 @@ class Run(object):
                 break
         self._hook('teardown')
         return self.phases
+
+    def interrupt(self):
+        """Stop now, as if the phase's time were up, and run no later phase (SIGINT/SIGTERM)."""
+        self.aborted = errors.INTERRUPTED
+        if self._budget is not None:
+            self._budget.stop(errors.INTERRUPTED)
 
     def worker_ops(self, worker):
         """{op name: fn(key)} of one worker: the backend's, or a workload file's bound to
@@ -213,7 +223,7 @@ class Run(object):
     def _warmup(self):
         """Unrecorded selects so the hub, connections and caches are warm."""
         cfg = self.load
-        budget = Budget(UNLIMITED)
+        budget = self._budget = Budget(UNLIMITED)
         st = stats.OpStats('warmup')
         workers = []
         for w in range(cfg.greenlets):
@@ -227,13 +237,23 @@ class Run(object):
         gevent.joinall(workers)
 
     def _shard_range(self):
-        """(first key, number of keys) of this shard's part of [0, --keys)."""
+        """(first key, number of keys) of this shard's part of [0, --keys), or of the keys
+        a time-bounded insert phase made."""
         cfg = self.load
-        if not cfg.shard:
-            return 0, cfg.keys
-        i, n = cfg.shard
-        lo, hi = i * cfg.keys // n, (i + 1) * cfg.keys // n
-        return lo, max(hi - lo, 1)
+        lo, size = 0, cfg.keys
+        if cfg.shard:
+            i, n = cfg.shard
+            lo, hi = i * cfg.keys // n, (i + 1) * cfg.keys // n
+            size = max(hi - lo, 1)
+        if self.key_count is not None:
+            size = max(self.key_count, 1)
+        return lo, size
+
+    def _time_bounded_insert(self, spec):
+        """An insert phase of its own with no op limit: it takes fresh keys for as long as
+        it runs, and the phases after it work on the keys it made."""
+        return self.load.ops == 0 and spec.name != 'load' and len(spec.weights) == 1 and \
+            spec.weights[0][0] == 'insert' and self.user is None
 
     def _key_source(self, spec, op, worker, shared):
         cfg = self.load
@@ -245,6 +265,8 @@ class Run(object):
             if len(spec.weights) > 1:
                 start = cfg.keys + (cfg.shard[0] << 40 if cfg.shard else 0)
                 shared['insert'] = keygen.sequential(UNLIMITED, start)
+            elif self._time_bounded_insert(spec):
+                shared['insert'] = keygen.sequential(UNLIMITED, lo)
             else:
                 shared['insert'] = keygen.sequential(size, lo)
         if op == 'insert':
@@ -271,8 +293,15 @@ class Run(object):
     def _run_phase(self, index, spec):
         cfg = self.load
         ops = [stats.OpStats(name) for name, _w in spec.weights]
-        # A load phase inserts the whole key space once; others run --ops.
-        budget = Budget(self._shard_range()[1] if spec.name == 'load' else (cfg.ops or UNLIMITED))
+        # A load phase inserts the whole key space once; others run --ops. Without an
+        # op limit a sequential delete phase ends when it has deleted every key there is.
+        lo, size = self._shard_range()
+        if spec.name == 'load' or (cfg.ops == 0 and spec.weights == (('delete', 1),) and
+                                   cfg.distribution == 'sequential'):
+            limit = size
+        else:
+            limit = cfg.ops or UNLIMITED
+        budget = self._budget = Budget(limit)
         shared = {}
         workers = []
         self.backend.phase_started()
@@ -336,6 +365,7 @@ class Run(object):
                                 (cfg.rate, cfg.arrival, cfg.latency_limit) if cfg.rate else None,
                                 excluded)
         result['timeline'] = rows
+        result['keys'] = self._keys_covered(spec, shared, lo, size)
         if window.sys0 is not None:
             result['syscalls']['self_reads'] = self.counter.self_reads(window.sys0, window.sys1)
         if self.server_metrics is not None:
@@ -350,6 +380,19 @@ class Run(object):
             # not the phase's.
             result['profile'] = self.profiler.save(spec.name)
         return result
+
+    def _keys_covered(self, spec, shared, lo, size):
+        """The key range a phase worked on, {'first', 'count'}; a time-bounded insert
+        phase also sets the key space of the phases after it."""
+        inserts = shared.get('insert')
+        if inserts is not None and len(spec.weights) == 1:
+            made = inserts.issued[0]
+            if self._time_bounded_insert(spec):
+                self.key_count = made
+            else:
+                made = min(made, size)
+            return {'first': inserts.start, 'count': made}
+        return {'first': lo, 'count': size}
 
     # -- the ticker: progress lines and the outage watchdog ----------------------
 

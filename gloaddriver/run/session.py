@@ -9,6 +9,7 @@ from gloaddriver import backends, errors
 from gloaddriver.measure import manifest
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.report import output
+from gloaddriver.run.interrupts import Interrupts
 from gloaddriver.run.runner import Run
 
 
@@ -46,7 +47,9 @@ def run(config, out=None):
             from gloaddriver.run.processes import wait_for_start
             wait_for_start()   # with --processes: begin together with the others
             the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics)
-            phases, aborted = the_run.execute(), the_run.aborted
+            with Interrupts(the_run.interrupt):
+                phases = the_run.execute()
+            aborted = the_run.aborted
         result = {
             'manifest': manifest.build(config, kind, backend, settings, counter,
                                        profiler.describe() if profiler is not None else None),

@@ -6,6 +6,7 @@ PR_SET_PDEATHSIG, so one restarted from a short-lived thread would die with it."
 from __future__ import absolute_import, division, print_function
 
 import json
+import signal
 import os
 import subprocess
 import sys
@@ -62,3 +63,66 @@ def test_rows_come_on_time_whatever_the_server_does(fault, tmpdir):
     else:
         assert any(i.get('late') for i in intervals), intervals
         assert 'no sample (late)' in err
+
+
+def _interrupted(args, sig, after, tmpdir):
+    out, html = str(tmpdir.join('r.json')), str(tmpdir.join('r.html'))
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--json', out, '--html', html,
+                          '--progress', '1'] + args,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    time.sleep(after)
+    p.send_signal(sig)
+    t = time.time()
+    stdout, err = p.communicate()
+    with open(out) as f:
+        res = json.load(f)
+    return p.returncode, time.time() - t, stdout.decode('utf-8', 'replace'), \
+        err.decode('utf-8', 'replace'), res, os.path.getsize(html)
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_reports_what_ran_and_exits_130(sig, tmpdir):
+    rc, took, out, err, res, html = _interrupted(
+        ['--spawn', '--ops', '0', '--duration', '20'], sig, 3.5, tmpdir)
+    assert rc == 130 and took < 5, (rc, took, err)
+    assert 'Traceback' not in err and 'interrupted' in err
+    assert res['aborted'] == 'interrupted'
+    (phase,) = res['phases']          # the insert phase in progress, ended early
+    assert phase['name'] == 'insert' and phase['attempted'] > 0
+    assert_accounted(res)
+    assert 2.5 < phase['seconds'] < 5 and html > 1000 and 'insert' in out
+
+
+def test_an_interrupt_with_processes_merges_what_ran(tmpdir):
+    rc, took, out, err, res, html = _interrupted(
+        ['--spawn', '--ops', '0', '--duration', '20', '--processes', '2'],
+        signal.SIGINT, 4, tmpdir)
+    assert rc == 130 and took < 8, (rc, took, err)
+    assert 'Traceback' not in err
+    assert res['aborted'] == 'interrupted' and len(res['processes']) == 2
+    assert_accounted(res)
+    assert res['phases'][0]['attempted'] == sum(p['phases'][0]['attempted']
+                                                for p in res['processes'])
+
+
+def test_a_time_bounded_run_grows_its_keys_and_later_phases_use_them(tmpdir):
+    out = str(tmpdir.join('r.json'))
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--spawn', '--ops', '0',
+                          '--duration', '1.5', '--keys', '1000', '--progress', '0',
+                          '--json', out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    _o, err = p.communicate()
+    assert p.returncode == 0, err
+    with open(out) as f:
+        res = json.load(f)
+    assert_accounted(res)
+    by = dict((ph['name'], ph) for ph in res['phases'])
+    made = by['insert']['keys']['count']
+    # far more inserts than --keys 1000, none a duplicate key
+    assert made == by['insert']['attempted'] > 1000 and by['insert']['failed'] == 0
+    for name in ('select', 'update'):
+        assert by[name]['keys'] == {'first': 0, 'count': made}
+        assert by[name]['misses'] == 0 and by[name]['failed'] == 0
+    # delete ends when every key is gone (or its time is up): never a miss
+    assert by['delete']['misses'] == 0 and by['delete']['attempted'] <= made
