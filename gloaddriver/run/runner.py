@@ -184,15 +184,22 @@ class Run(object):
 
     # -- phases ---------------------------------------------------------------
 
-    def execute(self):
+    def setup(self):
+        """A workload file's setup(db), before the start (and the start barrier of
+        --processes: each process runs it, on its own connection)."""
         self._hook('setup')
+
+    def execute(self):
         if self.load.warmup > 0:
             self._warmup()
         for index, spec in enumerate(self.load.phases):
             self.phases.append(self._run_phase(index, spec))
             if self.aborted:
                 break
-        self._hook('teardown')
+        try:
+            self._hook('teardown')
+        except errors.SetupError as e:   # the phases ran: report them, and say this
+            errors.say('note: %s' % e)
         return self.phases
 
     def interrupt(self):
@@ -201,12 +208,12 @@ class Run(object):
         if self._budget is not None:
             self._budget.stop(errors.INTERRUPTED)
 
-    def worker_ops(self, worker):
+    def worker_ops(self, worker, phase=''):
         """{op name: fn(key)} of one worker: the backend's, or a workload file's bound to
-        the backend's client."""
+        the backend's client (its rnd drawn anew per shard and phase)."""
         if self.user is None:
             return self.backend.worker_ops(worker)
-        rnd = keygen.make_rng(self.load.seed, 'workload-file', worker)
+        rnd = keygen.make_rng(self.load.seed, 'workload-file', self.load.shard, phase, worker)
         return self.user.bind(self.backend.client(worker), rnd)
 
     def _hook(self, name):
@@ -320,7 +327,7 @@ class Run(object):
             schedule = Schedule(cfg.rate, cfg.arrival, keygen.make_rng(cfg.seed, spec.name, 'arrivals'),
                                 clock())
         for w in range(cfg.greenlets):
-            fns = self.worker_ops(w)
+            fns = self.worker_ops(w, spec.name)
             if cfg.checksum:
                 by_name = dict((st.name, st) for st in ops)
                 fns = dict((k, _checksummed(f, by_name[k])) for k, f in fns.items()

@@ -44,9 +44,10 @@ def run(config, out=None):
         phases, aborted = backend.run_phases(), None
         if phases is None:
             metrics = _metrics(backend, server)
+            the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics)
+            the_run.setup()
             from gloaddriver.run.processes import wait_for_start
             wait_for_start()   # with --processes: begin together with the others
-            the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics)
             with Interrupts(the_run.interrupt):
                 phases = the_run.execute()
             aborted = the_run.aborted

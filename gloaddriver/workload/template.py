@@ -123,6 +123,10 @@ def _code(node, exprs):
     return repr(node)
 
 
+def _no_constant(name):
+    raise ValueError('%s is not a number JSON allows' % name)
+
+
 def compile_args(text, values, where='--args'):
     """``fill(key, rnd, worker)`` -> the argument list ``text`` describes.
 
@@ -130,9 +134,13 @@ def compile_args(text, values, where='--args'):
     Raises ConfigError naming the placeholder or the JSON fault."""
     if isinstance(text, bytes):
         text = text.decode('utf-8')
+    if _VALUE in text or _INLINE in text:
+        raise errors.ConfigError('%s has a control character \\x01 or \\x02; leave them out'
+                                 % where)
     marked, exprs = _mark(text, where)
     try:
-        tree = json.loads(marked, strict=False)   # strict=False: sentinels are control chars
+        # strict=False: the sentinels are control characters inside strings
+        tree = json.loads(marked, strict=False, parse_constant=_no_constant)
     except ValueError as e:
         raise errors.ConfigError('%s is not JSON (with its placeholders filled): %s; got %s'
                                  % (where, e, text))

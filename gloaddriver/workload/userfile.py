@@ -67,13 +67,10 @@ class UserWorkload(object):
         for name, fn in self.ops.items():
             # functools.partial is C code: no Python frame of ours between the runner
             # and the user's function.
-            out[name] = (functools.partial(fn, db, rnd=rnd) if _takes_rnd(fn)
+            params = _params(fn)
+            out[name] = (functools.partial(fn, db, **{params[2]: rnd}) if len(params) == 3
                          else functools.partial(fn, db))
         return out
-
-
-def _takes_rnd(fn):
-    return len(_params(fn)) == 3
 
 
 def _params(fn):
@@ -92,6 +89,7 @@ def _import(path):
     name = 'gloaddriver_workload_%d' % len(_loaded)
     folder = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, folder)   # so the file can import its neighbours
+    no_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # no FILEc beside it
     try:
         return _load_source(name, path)
     except SyntaxError as e:
@@ -105,6 +103,7 @@ def _import(path):
                                  % (path, line, e.__class__.__name__, e))
     finally:
         sys.path.remove(folder)
+        sys.dont_write_bytecode = no_bytecode
 
 
 def _load_source(name, path):

@@ -262,6 +262,9 @@ def test_bad_requests_are_one_line(args, words):
     (u'SELECT :missing;\n', ['line 1', ':missing is not set']),
     (u'\\sleep 10 ms\nSELECT 1;\n', ['line 1', '\\sleep is not supported']),
     (u'-- nothing\n', ['no SQL statement']),
+    (u'\\set a random(1)\nSELECT 1;\n', ['line 1', 'the expression fails']),
+    (u'\\set z random_zipfian(1, 100, 1.0)\nSELECT 1;\n', ['line 1', 'ZeroDivisionError']),
+    (u'BEGIN;\nSELECT 1;\n', ['line 1', 'BEGIN without END']),
 ])
 def test_bad_scripts_name_file_and_line(tmpdir, text, words):
     path = write(tmpdir, 'bad.sql', text)
@@ -413,3 +416,34 @@ def test_prepared_sql_goes_on_after_the_server_restarts():
         conn.close()
     finally:
         server.stop()
+
+
+def test_a_statement_on_db_inside_a_transaction_is_refused_per_op(bank, tmpdir):
+    path = write(tmpdir, 'nested.py', u'def op_nested(db, key):\n'
+                                      u'    with db.transaction() as tx:\n'
+                                      u'        tx.execute("SELECT 1")\n'
+                                      u'        db.execute("SELECT 2")\n')
+    rc, out, err, res = run_pg(bank, ['--workload-file', path, '--ops', '50'])
+    assert rc == 1
+    (phase,) = res['phases']
+    assert phase['errors'] == {'client:RuntimeError': 50}
+    assert 'use tx.execute()' in out
+    # every connection went back to the pool, none left in a transaction
+    assert res['phases'][0]['pool']['discarded'] == 0
+
+
+def test_spawn_init_may_define_the_space_of_the_builtin_ops():
+    rc, out, err, res = run_cli(['--spawn', '--spawn-init', example('orders.lua'), '--space',
+                                 'orders', '--index', 'by_customer', '--ops', '500',
+                                 '--phases', 'insert,select,delete'])
+    assert rc == 0, err
+    for phase in res['phases']:
+        assert phase['ok'] == 500 and phase['misses'] == 0
+
+
+def test_an_example_profile_runs_with_processes():
+    rc, out, err, res = run_cli(['--profile', example('tarantool-call.ini'), '--processes', '2',
+                                 '--ops', '2000'])
+    assert rc == 0, err
+    assert_accounted(res)
+    assert res['phases'][0]['ok'] == 2000 and len(res['processes']) == 2

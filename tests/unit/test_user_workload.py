@@ -118,3 +118,37 @@ def test_a_failing_setup_stops_the_run_with_one_line(tmpdir, capsys):
                      '--progress', '0']) == 3
     err = capsys.readouterr().err
     assert 'setup(db) failed: RuntimeError: no data' in err and err.count('\n') == 1
+
+
+def test_a_failing_teardown_is_a_note_and_the_run_is_reported(tmpdir, capsys):
+    path = write(tmpdir, u'def teardown(db):\n    raise RuntimeError("cleanup")\n\n'
+                         u'def op_a(db, key):\n    pass\n', 'teardown_fails.py')
+    out = str(tmpdir.join('r.json'))
+    assert cli.main(['--backend', 'memory', '--workload-file', path, '--ops', '5',
+                     '--progress', '0', '--json', out]) == 0
+    err = capsys.readouterr().err
+    assert 'note:' in err and 'teardown(db) failed: RuntimeError: cleanup' in err
+    with open(out) as f:
+        assert json.load(f)['phases'][0]['ok'] == 5
+
+
+def test_the_third_parameter_may_have_any_name(tmpdir):
+    path = write(tmpdir, u'def op_a(db, key, rng):\n    return [rng.random()]\n', 'rng.py')
+    out = str(tmpdir.join('r.json'))
+    assert cli.main(['--backend', 'memory', '--workload-file', path, '--ops', '20',
+                     '--progress', '0', '--json', out]) == 0
+    with open(out) as f:
+        assert json.load(f)['phases'][0]['ok'] == 20
+
+
+def test_loading_a_workload_file_leaves_no_bytecode_beside_it(tmpdir):
+    path = write(tmpdir, u'def op_a(db, key):\n    pass\n', 'clean.py')
+    userfile.load(path)
+    assert sorted(f for f in tmpdir.listdir() if f.basename.startswith('clean')) == \
+        [tmpdir.join('clean.py')]
+
+
+@pytest.mark.parametrize('text', ['[NaN]', '[Infinity]', u'["\x01"]'])
+def test_templates_refuse_what_python_could_not_fill(text):
+    with pytest.raises(errors.ConfigError):
+        fill(text)

@@ -164,6 +164,7 @@ def parse(spec, default_name=None):
                 raise errors.ConfigError('%s: put \\set lines before the statements' % where)
             sets.append((parts[1], _expression(parts[2], known, where)))
             known.add(parts[1])
+            _try(sets, where)
             continue
         if not pending:
             start = number
@@ -175,7 +176,37 @@ def parse(spec, default_name=None):
         statements.append(_statement('\n'.join(pending), known, path, start))
     if not statements:
         raise errors.ConfigError('script %s has no SQL statement' % path)
+    _check_transactions(statements, path)
     return Script(name, path, weight, _variables_function(sets, path), tuple(statements))
+
+
+def _try(sets, where):
+    """Evaluate the \\set lines so far once, now: a wrong call (arguments, a zero
+    parameter) is one line naming this line, not a failure of every op; and a
+    zipfian's table is computed before the run, not inside the first op."""
+    import random
+    try:
+        _variables_function(sets, where)(0, 0, random.Random(0))
+    except Exception as e:
+        raise errors.ConfigError('%s: the expression fails: %s: %s'
+                                 % (where, e.__class__.__name__, e))
+
+
+def _check_transactions(statements, path):
+    """BEGIN without END (or COMMIT/ROLLBACK) would be rolled back after every op."""
+    opened = None
+    for s in statements:
+        if not s.control:
+            continue
+        word = s.sql.split()[0].upper()
+        if word in ('BEGIN', 'START'):
+            opened = s.line
+        else:
+            opened = None
+    if opened is not None:
+        raise errors.ConfigError('script %s, line %d: BEGIN without END or COMMIT: the '
+                                 'transaction would be rolled back after every run'
+                                 % (path, opened))
 
 
 def _statement(text, known, path, line):

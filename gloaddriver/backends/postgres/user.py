@@ -30,6 +30,10 @@ def holder(pool, deadlines, password):
     @contextlib.contextmanager
     def held():
         g = getcurrent()
+        if g in active:
+            # One op holds one connection: a statement on db inside db.transaction()
+            # would run outside the transaction and drop its deadline.
+            raise RuntimeError('db.execute() inside db.transaction(): use tx.execute()')
         active[g] = (clock() + timeout,)
         item = None
         try:
@@ -42,10 +46,12 @@ def holder(pool, deadlines, password):
         except psycopg2.Error as e:
             raise pgpool.translate(e, item, password)
         finally:
+            active.pop(g, None)      # the rollback below runs outside the op's deadline
             if item is not None:
-                _end_transaction(item)
-                pool.put(item)
-            active.pop(g, None)
+                try:
+                    _end_transaction(item)
+                finally:
+                    pool.put(item)
     return held
 
 
@@ -56,7 +62,7 @@ def _end_transaction(item):
         return
     try:
         item.cur.execute('ROLLBACK')
-    except psycopg2.Error:
+    except Exception:
         item.broken = True
 
 

@@ -357,7 +357,7 @@ class PostgresBackend(base.Backend):
             return self._ops
         from gloaddriver.backends.postgres import user
         from gloaddriver.workload import keys as keygen
-        rnd = keygen.make_rng(self.config.load.seed, 'script', worker)
+        rnd = keygen.make_rng(self.config.load.seed, 'script', self.config.load.shard, worker)
         return dict((s.name, user.script_op(i, s, self.opts.prepared, self._held, rnd, worker))
                     for i, s in enumerate(self.opts.scripts))
 

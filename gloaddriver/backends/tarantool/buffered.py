@@ -111,7 +111,7 @@ class BufferedBackend(TarantoolBackend):
         if request is None:
             return self._ops[worker % len(self._ops)]
         i = worker % len(self.conns)
-        rnd = keygen.make_rng(self.config.load.seed, 'args', worker)
+        rnd = keygen.make_rng(self.config.load.seed, 'args', self.config.load.shard, worker)
         return {request[0]: requests.buffered_op(self.conns[i], request[0], self._targets[i],
                                                  self.config.opts.fill, rnd, worker,
                                                  sql=request[1])}

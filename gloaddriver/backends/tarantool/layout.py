@@ -81,7 +81,11 @@ class Layout(object):
         for i in range(width):
             f = fmt[i] if i < len(fmt) else {}
             name = f.get('name') or 'field %d' % (i + 1)
-            ftype = (f.get('type') or '').lower() or _part_type(indexes, i) or 'any'
+            ftype = (f.get('type') or '').lower()
+            if ftype in ('', 'any', 'scalar') and i in covered:
+                # An index is stricter than the format: its key must be of its part's type.
+                ftype = _part_type(indexes, i) or ftype
+            ftype = ftype or 'any'
             fields.append((name, ftype))
         if not fmt:
             # No format: gloaddriver's own shape, the key parts then a text value.
@@ -181,7 +185,7 @@ def source(layout, style, translate=False):
     s = STYLES[style]
     pk = layout.key(layout.primary)
     by_index = layout.key(layout.index_parts)
-    index = str(layout.index_id)
+    index = '%d' % int(layout.index_id)   # a number, whatever the server sent
     bodies = {
         'insert': 'return ' + s['insert'] % {'tuple': layout.tuple()},
         'select': 'return ' + _select(style, index, by_index),

@@ -21,7 +21,7 @@ def prepare(conn, sql):
     try:
         return conn.prepare(sql)
     except errors.ServerError as e:
-        if e.code in (48, 0):   # ER_UNSUPPORTED / unknown request type on old servers
+        if e.code in (48, 0):   # ER_UNKNOWN_REQUEST_TYPE: a server older than 2.3
             return sql
         raise errors.SetupError('Tarantool at %s cannot prepare --sql %r: %s'
                                 % (conn.address, sql, e.message))

@@ -25,16 +25,17 @@ box.schema.user.create('%(user)s', {password = os.getenv('GLOADDRIVER_SPAWN_PASS
                                     if_not_exists = true})
 box.schema.user.grant('%(user)s', 'read,write,execute,create,drop', 'universe', nil,
                       {if_not_exists = true})
-local s = box.schema.space.create('%(space)s', {
-    if_not_exists = true,
-    format = {{name = 'id', type = 'unsigned'}, {name = 'value', type = 'string'}},
-})
-s:create_index('primary', {type = 'tree', parts = {1, 'unsigned'}, if_not_exists = true})
 %(user_init)s
+-- The built-in ops' space, unless the user's own setup made one of that name.
+if box.space[%(space)s] == nil then
+    local s = box.schema.space.create(%(space)s, {
+        format = {{name = 'id', type = 'unsigned'}, {name = 'value', type = 'string'}},
+    })
+    s:create_index('primary', {type = 'tree', parts = {1, 'unsigned'}})
+end
 io.stdout:write('gloaddriver: ready\\n')
 io.stdout:flush()
 """
-
 
 
 def _lua_string(text):
@@ -83,7 +84,8 @@ class TarantoolServer(Server):
             f.write(_TARANTOOL_INIT % {
                 'port': self.port, 'work_dir': self.work_dir, 'wal_mode': self.wal_mode,
                 'memtx_memory': self.memtx_memory, 'readahead': self.readahead,
-                'net_msg_max': self.net_msg_max, 'user': self.user, 'space': self.space,
+                'net_msg_max': self.net_msg_max, 'user': self.user,
+                'space': _lua_string(self.space),
                 # The user's own schema and procedures, run as admin after ours.
                 'user_init': 'dofile(%s)' % _lua_string(self.init_file) if self.init_file
                 else ''})

@@ -118,13 +118,14 @@ class SyncBackend(TarantoolBackend):
         request = self.config.opts.request
         if request is None:
             return self._ops[worker]
-        rnd = keygen.make_rng(self.config.load.seed, 'args', worker)
+        rnd = keygen.make_rng(self.config.load.seed, 'args', self.config.load.shard, worker)
         return {request[0]: requests.sync_op(self.conns[worker], request[0], request[1],
                                              self.config.opts.fill, rnd, worker, _translate)}
 
     def client(self, worker):
-        """This worker's own tarantool-python connection."""
-        return self.conns[worker]
+        """This worker's own tarantool-python connection, its errors translated into ours
+        (server errors by code, network errors as such)."""
+        return _Translated(self.conns[worker])
 
     def io_counts(self):
         return None   # tarantool-python does not count its socket calls
@@ -139,6 +140,26 @@ class SyncBackend(TarantoolBackend):
             except Exception:
                 pass
         self.conns = []
+
+
+class _Translated(object):
+    """A tarantool-python connection whose methods raise gloaddriver's errors."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def __getattr__(self, name):
+        method = getattr(self._conn, name)
+        if not callable(method):
+            return method
+
+        def call(*args, **kwargs):
+            try:
+                return method(*args, **kwargs)
+            except Exception as e:
+                raise _translate(e)
+        setattr(self, name, call)   # once per method and worker
+        return call
 
 
 def _spawn_all(fns):
