@@ -30,6 +30,7 @@ EXIT_OK = 0            # every op succeeded
 EXIT_OPS_FAILED = 1    # some ops failed or timed out, or the run was aborted
 EXIT_USAGE = 2         # bad flags, profile or input file
 EXIT_SETUP = 3         # the run could not start: server, auth, schema
+EXIT_THRESHOLD = 4     # a --fail-if threshold did not hold
 EXIT_INTERRUPTED = 130
 INTERRUPTED = 'interrupted'   # the "aborted" reason of a run stopped by SIGINT or SIGTERM
 

@@ -22,7 +22,7 @@ Load = namedtuple('Load', [
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
     'workload_file'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
-Output = namedtuple('Output', 'json html progress interval syscalls')
+Output = namedtuple('Output', 'json html progress interval syscalls fail_if')
 Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler')
 Config = namedtuple('Config', 'backend target load limits output profiling opts profile argv')
 
@@ -127,11 +127,18 @@ def parse(argv=None, environ=None):
                       outage_limit=args.outage_limit),
         output=Output(json=args.json, html=args.html, progress=args.progress,
                       interval=args.interval or (args.progress if args.progress > 0 else 1.0),
-                      syscalls=args.syscalls),
+                      syscalls=args.syscalls, fail_if=_thresholds(args.fail_if)),
         profiling=Profiling(callgrind=args.callgrind, pstats=args.pstats,
                             clock=args.profile_clock or 'wall',
                             profiler=args.profiler or 'yappi'),
         opts=opts, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+def _thresholds(text):
+    if text is None:
+        return None
+    from gloaddriver.report import thresholds
+    return tuple(thresholds.parse(text))
 
 
 def _user_phases(args):

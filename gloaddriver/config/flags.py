@@ -133,6 +133,9 @@ def build_parser(cls=None):
     g.add_argument('--interval', type=seconds, default=None, metavar='SECONDS',
                    help='timeline resolution (JSON, HTML, server metrics) when --progress is '
                         '0; otherwise it is the --progress period (default 1)')
+    g.add_argument('--fail-if', default=None, metavar='CONDITIONS',
+                   help='pass/fail thresholds, e.g. p99<5ms,errors<0.1%%,ops_per_sec>50000 '
+                        '(PHASE:p99<5ms for one phase); exit 4 when one fails')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
     for kind in backends.kinds():

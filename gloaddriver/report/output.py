@@ -7,9 +7,14 @@ import sys
 from gloaddriver.report import text
 
 
-def write(result, json_path=None, html_path=None, out=None, notes=()):
-    """Print the table (and ``notes`` below it), then write the files asked for."""
+def write(result, json_path=None, html_path=None, out=None, notes=(), fail_if=None):
+    """Judge the --fail-if thresholds (into the result), print the table (and ``notes``
+    below it), then write the files asked for."""
     out = out if out is not None else sys.stdout
+    if fail_if:
+        from gloaddriver.report import thresholds
+        result['thresholds'] = thresholds.evaluate(fail_if, result)
+        notes = list(notes) + thresholds.lines(result['thresholds'])
     for line in text.table(result):
         out.write(line + '\n')
     for line in notes:
@@ -31,6 +36,14 @@ def exit_code(result):
                                          errors.INTERRUPTED in aborted):
         errors.say('interrupted: the phases so far are reported above')
         return errors.EXIT_INTERRUPTED
+    if 'thresholds' in result and not aborted:
+        # With --fail-if the thresholds alone judge the run.
+        failed = [v for v in result['thresholds'] if not v['held']]
+        if failed:
+            errors.say('%d of %d thresholds failed (see above)'
+                       % (len(failed), len(result['thresholds'])))
+            return errors.EXIT_THRESHOLD
+        return errors.EXIT_OK
     if aborted:
         errors.say('run aborted: %s' % (result['aborted'],))
         return errors.EXIT_OPS_FAILED

@@ -26,6 +26,7 @@ START_ENV = 'GLOADDRIVER_START_BARRIER'
 READY = 'gloaddriver: ready to start'
 # Flags the parent handles itself, with whether they take a value.
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
+                 '--fail-if': True,
                  '--html': True, '--interval': True, '--rate': True, '--spawn-init': True}
 
 
@@ -149,10 +150,13 @@ def run(config, argv, out=None):
                                                 **server.settings())
         merged['processes'] = parts
         output.write(merged, config.output.json, config.output.html, out, notes=[
-            '%d processes, merged: rates add up, percentiles from the summed histograms' % n])
+            '%d processes, merged: rates add up, percentiles from the summed histograms' % n],
+            fail_if=config.output.fail_if)
         for m in messages:
             sys.stderr.write(m + '\n')
-        return output.exit_code(merged) if interrupted else max(codes)
+        if interrupted or config.output.fail_if:
+            return output.exit_code(merged)
+        return max(codes)
     finally:
         for p, _path in children:
             if p.poll() is None:

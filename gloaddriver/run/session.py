@@ -57,7 +57,8 @@ def run(config, out=None):
             'phases': phases,
             'aborted': aborted,
         }
-        output.write(result, config.output.json, config.output.html, out)
+        output.write(result, config.output.json, config.output.html, out,
+                     fail_if=config.output.fail_if)
         return output.exit_code(result)
     except (errors.GloadError, KeyboardInterrupt) as e:
         return errors.report_error(e)

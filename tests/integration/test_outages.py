@@ -126,3 +126,18 @@ def test_a_time_bounded_run_grows_its_keys_and_later_phases_use_them(tmpdir):
         assert by[name]['misses'] == 0 and by[name]['failed'] == 0
     # delete ends when every key is gone (or its time is up): never a miss
     assert by['delete']['misses'] == 0 and by['delete']['attempted'] <= made
+
+
+@pytest.mark.parametrize('processes', ['1', '2'])
+def test_fail_if_gates_a_real_run(processes):
+    from tests.integration.conftest import run_cli
+    rc, out, err, res = run_cli(['--spawn', '--ops', '2000', '--processes', processes,
+                                 '--fail-if', 'errors<1%,p99.9<30s'])
+    assert rc == 0, err
+    assert res['thresholds'] and all(v['held'] for v in res['thresholds'])
+    rc, out, err, res = run_cli(['--spawn', '--ops', '2000', '--processes', processes,
+                                 '--fail-if', 'select:p50<1us'])
+    assert rc == 4, err
+    (v,) = res['thresholds']
+    assert v['phase'] == 'select' and not v['held'] and v['value'] >= 1
+    assert 'FAILED' in out and 'thresholds failed' in err

@@ -1,0 +1,70 @@
+"""--fail-if: conditions parsed, judged per phase and op, exit 4 when one fails."""
+from __future__ import absolute_import, division, print_function
+
+import json
+
+import pytest
+
+from gloaddriver import cli, errors
+from gloaddriver.report import thresholds
+
+
+def run(tmpdir, args, capsys=None):
+    out = str(tmpdir.join('r.json'))
+    rc = cli.main(['--backend', 'memory', '--progress', '0', '--json', out] + args)
+    with open(out) as f:
+        return rc, json.load(f)
+
+
+def test_all_held_exits_0_and_the_verdicts_are_in_the_result(tmpdir, capsys):
+    rc, res = run(tmpdir, ['--ops', '300', '--fail-if',
+                           'p99<10s,errors<1%,ops_per_sec>1,select:misses<1'])
+    assert rc == 0
+    v = res['thresholds']
+    assert len(v) == 4 * 3 + 1 and all(x['held'] for x in v)   # 4 phases x 3, + select
+    out = capsys.readouterr().out
+    assert 'threshold p99<10s' in out and 'FAILED' not in out
+
+
+def test_a_failed_threshold_exits_4_even_when_every_op_succeeded(tmpdir, capsys):
+    rc, res = run(tmpdir, ['--ops', '300', '--phases', 'insert,select',
+                           '--fail-if', 'insert:ops_per_sec>1000000000'])
+    assert rc == errors.EXIT_THRESHOLD == 4
+    (v,) = res['thresholds']
+    assert (v['phase'], v['held']) == ('insert', False) and v['value'] > 0
+    assert 'FAILED' in capsys.readouterr().out
+
+
+def test_failed_ops_within_the_threshold_exit_0(tmpdir):
+    rc, res = run(tmpdir, ['--ops', '100', '--phases', 'select', '--fail-every', '50',
+                           '--fail-if', 'errors<5%'])
+    assert res['phases'][0]['failed'] == 2 and rc == 0
+    rc, res = run(tmpdir, ['--ops', '100', '--phases', 'select', '--fail-every', '50',
+                           '--fail-if', 'errors<1'])
+    assert rc == 4
+
+
+def test_an_op_of_a_mix_and_a_phase_that_did_not_run(tmpdir):
+    rc, res = run(tmpdir, ['--ops', '200', '--mix', 'select=1,update=1', '--fail-if',
+                           'mix.select:p99<10s,nosuch:p99<1s'])
+    assert rc == 4
+    held = dict((v['condition'], v['held']) for v in res['thresholds'])
+    assert held == {'mix.select:p99<10s': True, 'nosuch:p99<1s': False}
+
+
+@pytest.mark.parametrize('text,words', [
+    ('p99<<5ms', 'write METRIC<VALUE'),
+    ('p98<5ms', 'unknown metric'),
+    ('p99<5%', 'us, ms or s'),
+    ('ops_per_sec>5ms', 'plain number'),
+    ('', 'at least one'),
+])
+def test_bad_conditions_are_one_line(text, words):
+    with pytest.raises(errors.ConfigError) as e:
+        thresholds.parse(text)
+    assert words in str(e.value)
+
+
+def test_latency_units():
+    (c,) = thresholds.parse('p99.9<=2.5ms')
+    assert (c['metric'], c['cmp'], c['limit']) == ('p99.9', '<=', 2500.0)
