@@ -22,7 +22,7 @@ Load = namedtuple('Load', [
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
     'workload_file'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
-Output = namedtuple('Output', 'json html progress interval syscalls fail_if')
+Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if')
 Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler')
 Config = namedtuple('Config', 'backend target load limits output profiling opts profile argv')
 
@@ -98,7 +98,8 @@ def parse(argv=None, environ=None):
         raise errors.ConfigError('--rate must be above 0 ops/s')
     if args.rate is None and (args.arrival is not None or args.latency_limit is not None):
         raise errors.ConfigError('--arrival and --latency-limit need --rate')
-    for flag, path in (('--json', args.json), ('--html', args.html)):
+    for flag, path in (('--json', args.json), ('--html', args.html),
+                       ('--csv', args.csv and args.csv + '_stats.csv')):
         check_output(flag, path)
     if args.interval is not None and (args.interval <= 0 or (
             args.progress > 0 and args.interval != args.progress)):
@@ -125,7 +126,7 @@ def parse(argv=None, environ=None):
         load=load,
         limits=Limits(timeout=args.timeout, connect_timeout=args.connect_timeout,
                       outage_limit=args.outage_limit),
-        output=Output(json=args.json, html=args.html, progress=args.progress,
+        output=Output(json=args.json, html=args.html, csv=args.csv, progress=args.progress,
                       interval=args.interval or (args.progress if args.progress > 0 else 1.0),
                       syscalls=args.syscalls, fail_if=_thresholds(args.fail_if)),
         profiling=Profiling(callgrind=args.callgrind, pstats=args.pstats,

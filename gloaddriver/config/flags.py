@@ -128,6 +128,9 @@ def build_parser(cls=None):
     g.add_argument('--html', default=None, metavar='FILE',
                    help='write a self-contained HTML report (charts over time, latency '
                         'distributions, syscalls, server metrics)')
+    g.add_argument('--csv', default=None, metavar='PREFIX',
+                   help='write PREFIX_stats.csv, PREFIX_history.csv (the timeline) and '
+                        'PREFIX_failures.csv')
     g.add_argument('--progress', type=seconds, default=1.0, metavar='SECONDS',
                    help='progress line to stderr every SECONDS (0 = off)')
     g.add_argument('--interval', type=seconds, default=None, metavar='SECONDS',

@@ -7,7 +7,8 @@ import sys
 from gloaddriver.report import text
 
 
-def write(result, json_path=None, html_path=None, out=None, notes=(), fail_if=None):
+def write(result, json_path=None, html_path=None, out=None, notes=(), fail_if=None,
+          csv_prefix=None):
     """Judge the --fail-if thresholds (into the result), print the table (and ``notes``
     below it), then write the files asked for."""
     out = out if out is not None else sys.stdout
@@ -25,6 +26,9 @@ def write(result, json_path=None, html_path=None, out=None, notes=(), fail_if=No
     if html_path:
         from gloaddriver.report import html
         html.write(result, html_path)
+    if csv_prefix:
+        from gloaddriver.report import csvfiles
+        csvfiles.write(result, csv_prefix)
 
 
 def exit_code(result):

@@ -209,6 +209,9 @@ def main(command, argv):
     ap.add_argument('files', nargs='+')
     ap.add_argument('--json', default=None, help='write the merged result here')
     ap.add_argument('--html', default=None, help='write an HTML report of the merged result here')
+    ap.add_argument('--csv', default=None, metavar='PREFIX',
+                    help='write the merged result as PREFIX_stats/history/failures.csv')
     args = ap.parse_args(argv)
-    output.write(merge([load(p) for p in args.files]), args.json, args.html)
+    output.write(merge([load(p) for p in args.files]), args.json, args.html,
+                 csv_prefix=args.csv)
     return 0

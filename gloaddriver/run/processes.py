@@ -26,7 +26,7 @@ START_ENV = 'GLOADDRIVER_START_BARRIER'
 READY = 'gloaddriver: ready to start'
 # Flags the parent handles itself, with whether they take a value.
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
-                 '--fail-if': True,
+                 '--fail-if': True, '--csv': True,
                  '--html': True, '--interval': True, '--rate': True, '--spawn-init': True}
 
 
@@ -151,7 +151,7 @@ def run(config, argv, out=None):
         merged['processes'] = parts
         output.write(merged, config.output.json, config.output.html, out, notes=[
             '%d processes, merged: rates add up, percentiles from the summed histograms' % n],
-            fail_if=config.output.fail_if)
+            fail_if=config.output.fail_if, csv_prefix=config.output.csv)
         for m in messages:
             sys.stderr.write(m + '\n')
         if interrupted or config.output.fail_if:

@@ -58,7 +58,7 @@ def run(config, out=None):
             'aborted': aborted,
         }
         output.write(result, config.output.json, config.output.html, out,
-                     fail_if=config.output.fail_if)
+                     fail_if=config.output.fail_if, csv_prefix=config.output.csv)
         return output.exit_code(result)
     except (errors.GloadError, KeyboardInterrupt) as e:
         return errors.report_error(e)

@@ -1,4 +1,5 @@
-"""--fail-if: conditions parsed, judged per phase and op, exit 4 when one fails."""
+"""What a CI job reads: --fail-if thresholds (parsed, judged per phase and op, exit 4
+ when one fails) and --csv files."""
 from __future__ import absolute_import, division, print_function
 
 import json
@@ -68,3 +69,36 @@ def test_bad_conditions_are_one_line(text, words):
 def test_latency_units():
     (c,) = thresholds.parse('p99.9<=2.5ms')
     assert (c['metric'], c['cmp'], c['limit']) == ('p99.9', '<=', 2500.0)
+
+
+def test_csv_files_carry_the_summary_the_timeline_and_the_failures(tmpdir):
+    import csv
+    import io
+    prefix = str(tmpdir.join('run'))
+    rc, res = run(tmpdir, ['--ops', '400', '--mix', 'select=1,update=1', '--fail-every', '100',
+                           '--interval', '0.05', '--csv', prefix])
+    assert rc == 1
+
+    def rows(name):
+        with io.open('%s_%s.csv' % (prefix, name), encoding='utf-8') as f:
+            return list(csv.DictReader(f))
+    stats = rows('stats')
+    (phase,) = res['phases']
+    assert [(r['phase'], r['op']) for r in stats] == [('mix', 'all'), ('mix', 'select'),
+                                                      ('mix', 'update')]
+    assert int(stats[0]['attempted']) == 400 and int(stats[0]['failed']) == 4
+    assert sum(int(r['attempted']) for r in stats[1:]) == 400
+    assert float(stats[0]['p99_us']) == phase['latency_us']['p99']
+    history = rows('history')
+    assert len(history) == len(phase['timeline'])
+    assert sum(int(r['attempted']) for r in history) == 400
+    failures = rows('failures')
+    assert sum(int(r['count']) for r in failures) == 4
+    assert set(r['kind'] for r in failures) == {'injected'}
+
+
+def test_csv_prefix_in_a_missing_folder_is_refused_before_the_run(tmpdir):
+    from gloaddriver import config as configuration
+    with pytest.raises(errors.ConfigError) as e:
+        configuration.parse(['--csv', str(tmpdir.join('no', 'such', 'run'))], environ={})
+    assert '--csv' in str(e.value) and 'does not exist' in str(e.value)
