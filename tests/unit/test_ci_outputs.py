@@ -1,5 +1,5 @@
 """What a CI job reads: --fail-if thresholds (parsed, judged per phase and op, exit 4
- when one fails) and --csv files."""
+when one fails) and --csv files."""
 from __future__ import absolute_import, division, print_function
 
 import json
