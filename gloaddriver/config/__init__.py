@@ -20,7 +20,7 @@ Target = namedtuple('Target', 'spawn wal_mode user password spawn_init')
 Load = namedtuple('Load', [
     'greenlets', 'processes', 'phases', 'ops', 'duration', 'warmup', 'keys', 'distribution',
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
-    'workload_file'])
+    'workload_file', 'start_at'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
 Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if')
 Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler')
@@ -54,9 +54,20 @@ def _foreign_flags(args, kind):
                 raise errors.ConfigError('%s is for --backend %s' % (flag, other.name))
 
 
-def _shard(text):
+SHARDS_ENV = 'GLOADDRIVER_SHARDS'
+INDEX_ENV = 'JOB_COMPLETION_INDEX'
+
+
+def _shard(text, environ):
     if not text:
         return None
+    if text == 'auto':
+        index, count = environ.get(INDEX_ENV), environ.get(SHARDS_ENV)
+        if not (index or '').isdigit() or not (count or '').isdigit():
+            raise errors.ConfigError('--shard auto needs $%s (this shard, from 0) and $%s '
+                                     '(how many) in the environment; got %r and %r'
+                                     % (INDEX_ENV, SHARDS_ENV, index, count))
+        text = '%s/%s' % (index, count)
     m = re.match(r'^(\d+)/(\d+)$', text)
     if not m or not int(m.group(1)) < int(m.group(2)):
         raise errors.ConfigError('--shard takes I/N with 0 <= I < N, e.g. 0/4; got %r' % text)
@@ -116,7 +127,8 @@ def parse(argv=None, environ=None):
         distribution=args.distribution, value_size=args.value_size, seed=args.seed,
         checksum=args.checksum, rate=args.rate, arrival=args.arrival or 'constant',
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None,
-        shard=_shard(args.shard), workload_file=args.workload_file)
+        shard=_shard(args.shard, environ), workload_file=args.workload_file,
+        start_at=args.start_at)
     _check_shard(load.shard, load.keys)
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(

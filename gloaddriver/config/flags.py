@@ -90,9 +90,14 @@ def build_parser(cls=None):
     g.add_argument('--latency-limit', type=float, default=None, metavar='MS',
                    help='with --rate: skip ops already this far behind schedule and count them '
                         'as dropped (pgbench -R -L); default: send every op, however late')
-    g.add_argument('--shard', default=None, metavar='I/N',
+    g.add_argument('--shard', default=None, metavar='I/N|auto',
                    help='run shard I of N (0-based): keys [I*K/N, (I+1)*K/N) of --keys K, so '
-                        'hosts can share one key space; join the results with "gloaddriver merge"')
+                        'hosts can share one key space; join the results with "gloaddriver '
+                        'merge". auto: I from $JOB_COMPLETION_INDEX (a Kubernetes Indexed '
+                        'Job), N from $GLOADDRIVER_SHARDS')
+    g.add_argument('--start-at', type=float, default=None, metavar='UNIX_TIME',
+                   help='after connecting, wait until this time to start, so shards on '
+                        'several hosts start together and their timelines line up')
     g.add_argument('--workload-file', default=None, metavar='FILE.py',
                    help='your own workload: a Python file whose op_NAME(db, key[, rnd]) functions '
                         'are the ops (see README "Load your own service")')

@@ -30,12 +30,21 @@ _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progr
                  '--html': True, '--interval': True, '--rate': True, '--spawn-init': True}
 
 
-def wait_for_start():
-    """In a child: report ready, block until the parent says go (no-op otherwise)."""
+def wait_for_start(start_at=None):
+    """In a child: report ready, block until the parent says go. With --start-at: wait
+    until that time (shards on several hosts). No-op otherwise."""
     if os.environ.get(START_ENV):
         sys.stderr.write(READY + '\n')
         sys.stderr.flush()
         sys.stdin.readline()
+    if start_at is not None:
+        import time
+        import gevent
+        late = time.time() - start_at
+        if late > 0:
+            errors.say('note: --start-at was %.1f s ago; starting now' % late)
+        else:
+            gevent.sleep(-late)
 
 
 def _child_argv(argv):

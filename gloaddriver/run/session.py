@@ -47,7 +47,7 @@ def run(config, out=None):
             the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics)
             the_run.setup()
             from gloaddriver.run.processes import wait_for_start
-            wait_for_start()   # with --processes: begin together with the others
+            wait_for_start(config.load.start_at)   # begin together with the others
             with Interrupts(the_run.interrupt):
                 phases = the_run.execute()
             aborted = the_run.aborted
