@@ -17,8 +17,6 @@ from gloaddriver.config.types import positive_int
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
                                 'wait_callback scripts')
 WORKLOADS = ('kv', 'relational', 'bulk', 'toolbench')
-# Workloads of the user's own: --script files, or a --workload-file's functions.
-USER_WORKLOADS = ('script', 'file')
 RELATIONAL_OPS = ('create', 'read')
 RELATIONAL_MIX = 'create=50,read=50'
 # The queries of asyncpg's driver benchmark: each is a phase of its own.

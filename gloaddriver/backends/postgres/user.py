@@ -72,11 +72,17 @@ def _result(cur):
 
 
 def prepare_scripts(cur, scripts):
-    """PREPARE every statement of every script on this connection (--prepared)."""
+    """PREPARE every statement of every script on this connection (--prepared); a
+    statement the server refuses is a SchemaError naming its script and line."""
     for i, script in enumerate(scripts):
         for j, s in enumerate(script.statements):
-            if not s.control:
+            if s.control:
+                continue
+            try:
                 cur.execute('PREPARE %s AS %s' % (statement_name(i, j), s.prepared_sql))
+            except psycopg2.Error as e:
+                raise errors.SchemaError('script %s, line %d: %s' % (
+                    script.path, s.line, ' '.join(str(e).split())))
 
 
 def statement_name(script_index, statement_index):

@@ -251,16 +251,7 @@ class PostgresBackend(base.Backend):
         if not self.opts.prepared:
             return
         from gloaddriver.backends.postgres import user
-        for i, script in enumerate(self.opts.scripts):
-            for j, s in enumerate(script.statements):
-                if s.control:
-                    continue
-                try:
-                    item.cur.execute('PREPARE %s AS %s' % (user.statement_name(i, j),
-                                                           s.prepared_sql))
-                except psycopg2.Error as e:
-                    raise errors.SchemaError('script %s, line %d: %s' % (
-                        script.path, s.line, ' '.join(str(e).split())))
+        user.prepare_scripts(item.cur, self.opts.scripts)
 
     def _setup_connection(self, item):
         if not self.opts.prepared:

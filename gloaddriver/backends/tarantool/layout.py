@@ -25,7 +25,6 @@ from __future__ import absolute_import, division, print_function
 from gloaddriver import errors, workload
 from gloaddriver.backends.tarantool import protocol as P
 
-NUMBER_TYPES = ('unsigned', 'integer', 'number', 'scalar')
 # Python source of a key-derived value, by field type.
 _KEY_VALUE = {'unsigned': 'key', 'integer': 'key', 'number': 'key', 'scalar': 'key',
               'any': 'key', 'string': "(u'%d' % key)", 'double': 'float(key)',

@@ -12,7 +12,6 @@ from gloaddriver import errors
 from gloaddriver._compat import PY2
 from gloaddriver.backends.tarantool import protocol as P
 
-KINDS = ('call', 'eval', 'sql')
 ER_WRONG_QUERY_ID = 211   # "Prepared statement with id N does not exist"
 
 
