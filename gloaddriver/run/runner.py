@@ -161,7 +161,7 @@ class Run(object):
     """The phases of one run through one backend (gloaddriver.backends.base.Backend)."""
 
     def __init__(self, config, backend, counter, progress_out=None, profiler=None,
-                 server_metrics=None):
+                 server_metrics=None, live=None):
         self.load = config.load
         self.output = config.output
         self.outage_limit = config.limits.outage_limit
@@ -173,6 +173,8 @@ class Run(object):
         self.counter = counter
         self.profiler = profiler
         self.server_metrics = server_metrics
+        # Live metrics out (report.live): each interval's row goes there as it closes.
+        self.live = live
         self.perf = syscalls.PerfControl()
         self.progress_out = progress_out if progress_out is not None else sys.stderr
         self.phases = []
@@ -451,6 +453,8 @@ class Run(object):
                     intervals.append(dict(d, t=row['t'], client_ops_per_sec=round(
                         row['attempted'] / row['seconds'], 1) if row['seconds'] > 0 else None))
                     server_line = metrics.describe(d)
+            if self.live is not None:
+                self.live.interval(name, row, ops, d if poller is not None else None)
             if out.progress > 0:
                 n = row['attempted']
                 sys_op = ('%.2f' % (row['syscalls'] / n)) if (row['syscalls'] is not None and n) else '-'

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 from gloaddriver import backends, errors
 from gloaddriver.measure import manifest
 from gloaddriver.measure.syscalls import SyscallCounter
+from gloaddriver.report import live as live_out
 from gloaddriver.report import output
 from gloaddriver.run.interrupts import Interrupts
 from gloaddriver.run.runner import Run
@@ -25,7 +26,7 @@ def _metrics(backend, server):
 
 def run(config, out=None):
     kind = backends.get(config.backend)
-    server = backend = counter = metrics = None
+    server = backend = counter = metrics = live = None
     try:
         settings = {'kind': kind.name, 'spawned': False}
         if config.target.spawn:
@@ -44,7 +45,9 @@ def run(config, out=None):
         phases, aborted = backend.run_phases(), None
         if phases is None:
             metrics = _metrics(backend, server)
-            the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics)
+            live = live_out.open(config)
+            the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics,
+                          live=live)
             the_run.setup()
             from gloaddriver.run.processes import wait_for_start
             wait_for_start(config.load.start_at)   # begin together with the others
@@ -63,6 +66,8 @@ def run(config, out=None):
     except (errors.GloadError, KeyboardInterrupt) as e:
         return errors.report_error(e)
     finally:
+        if live is not None:
+            live.close()
         if metrics is not None:
             metrics.close()
         if backend is not None:
