@@ -6,7 +6,11 @@ row's end), ``seconds`` (its length), ``attempted``, ``ok``, ``errors``
 ``latency_us`` (percentiles of the interval's successful ops; with --rate from
 the intended start, ``service_time_us`` beside it) and ``histogram``, the
 interval's latencies encoded so that rows of processes and shards that ran
-together add up exactly. ``ops_per_sec`` is derived.
+together add up exactly. ``ops_per_sec`` is derived. Two more, only where
+they say something: ``errors_by_kind`` (``{kind: count}``, in a row with
+errors; it sums to ``errors``) and, in a phase of several ops (a mix),
+``by_op``: ``{op: {attempted, ok, errors}}``, which sums to the row's counts.
+Both are counts, so rows still add up and merge exactly.
 
 The rows of a phase add up to it: the last row closes at the phase's end, so
 sum(attempted) and sum(ok) equal the phase's attempted and ok.
@@ -35,6 +39,8 @@ class Timeline(object):
         self._filled = 0      # ticks in the last row so far
         self._start = t0
         self._prev = (t0, 0, 0, sys0)   # time, attempted, errors, syscalls at the last row
+        self._prev_kinds = {}           # error kind -> count at the last row
+        self._prev_ops = dict((st.name, (0, 0)) for st in ops)   # attempted, errors
 
     def close_interval(self, now, snapshot):
         """Drain the ops into a new interval ending at ``now``; returns its row.
@@ -44,8 +50,16 @@ class Timeline(object):
         t_prev, att_prev, bad_prev, sys_prev = self._prev
         hist = stats.new_histogram()
         service = None
+        by_op = {} if len(self._ops) > 1 else None
         for st in self._ops:
-            hist.add(st.drain())
+            interval = st.drain()
+            hist.add(interval)
+            if by_op is not None:
+                a0, e0 = self._prev_ops[st.name]
+                a1, e1 = st.attempted, st.failed_total + st.timed_out
+                by_op[st.name] = {'attempted': a1 - a0, 'ok': interval.get_total_count(),
+                                  'errors': e1 - e0}
+                self._prev_ops[st.name] = (a1, e1)
         if self._ops[0].interval_co is not None:
             service, hist = hist, stats.new_histogram()
             for st in self._ops:
@@ -57,10 +71,24 @@ class Timeline(object):
         row = {'t': round(now - self._start, 3), 'seconds': round(now - t_prev, 4),
                'attempted': att - att_prev, 'ok': n_ok, 'errors': bad - bad_prev,
                'syscalls': d[syscalls.TOTAL] if d else None}
+        if by_op is not None:
+            row['by_op'] = by_op
+        if bad != bad_prev:
+            row['errors_by_kind'] = self._kinds_since_last()
         _set_latency(row, hist, service)
         self._prev = (now, att, bad, snapshot)
         self._append(row)
         return row
+
+    def _kinds_since_last(self):
+        now = {}
+        for st in self._ops:
+            for kind, n in st.failed.items():
+                now[kind] = now.get(kind, 0) + n
+            if st.timed_out:
+                now['timeout'] = now.get('timeout', 0) + st.timed_out
+        prev, self._prev_kinds = self._prev_kinds, now
+        return dict((k, n - prev.get(k, 0)) for k, n in now.items() if n != prev.get(k, 0))
 
     def _append(self, row):
         if self.rows and self._filled < self._span:
@@ -82,8 +110,11 @@ class Timeline(object):
     def finish(self, now, snapshot):
         """The last, partial interval; returns the rows."""
         row = self.close_interval(now, snapshot)
-        if not (row['attempted'] or row['ok'] or row['errors']) and len(self.rows) > 1:
-            self.rows.pop()   # an empty sliver after the last tick
+        if not (row['attempted'] or row['ok'] or row['errors']) and len(self.rows) > 1 and \
+                self.rows[-1] is row:
+            # An empty sliver after the last tick, as a row of its own. Once joined into
+            # the last row (after a compaction) it only stretches that row to the end.
+            self.rows.pop()
         return [with_rate(r) for r in self.rows]
 
 
@@ -121,6 +152,16 @@ def _combine(rows, t, seconds):
         out[k] = sum(r[k] for r in rows)
     sc = [r.get('syscalls') for r in rows]
     out['syscalls'] = sum(sc) if all(v is not None for v in sc) else None
+    if any('by_op' in r for r in rows):
+        out['by_op'] = {}
+        for r in rows:
+            for name, counts in r.get('by_op', {}).items():
+                into = out['by_op'].setdefault(name, dict((k, 0) for k in _COUNTS))
+                for k in _COUNTS:
+                    into[k] += counts[k]
+    kinds = stats.merge_counts(r.get('errors_by_kind', {}) for r in rows)
+    if kinds:
+        out['errors_by_kind'] = kinds
     service = None
     if any('service_histogram' in r for r in rows):
         service = _add(r.get('service_histogram') for r in rows)
