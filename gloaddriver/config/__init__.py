@@ -22,12 +22,15 @@ Load = namedtuple('Load', [
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
     'workload_file', 'start_at'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
-Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if')
+Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live')
+# Live metrics out (report.live), or None: where each goes and the names' first element.
+Live = namedtuple('Live', 'graphite statsd prometheus prefix')
+Endpoint = namedtuple('Endpoint', 'proto host port')
 Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler')
 Config = namedtuple('Config', 'backend target load limits output profiling opts profile argv')
 
-__all__ = ['Config', 'Target', 'Load', 'Limits', 'Output', 'Profiling', 'parse', 'mask_argv',
-           'PASSWORD_ENV']
+__all__ = ['Config', 'Target', 'Load', 'Limits', 'Output', 'Live', 'Endpoint', 'Profiling',
+           'parse', 'mask_argv', 'PASSWORD_ENV']
 
 
 def check_output(flag, path):
@@ -140,11 +143,88 @@ def parse(argv=None, environ=None):
                       outage_limit=args.outage_limit),
         output=Output(json=args.json, html=args.html, csv=args.csv, progress=args.progress,
                       interval=args.interval or (args.progress if args.progress > 0 else 1.0),
-                      syscalls=args.syscalls, fail_if=_thresholds(args.fail_if)),
+                      syscalls=args.syscalls, fail_if=_thresholds(args.fail_if),
+                      live=_live(args)),
         profiling=Profiling(callgrind=args.callgrind, pstats=args.pstats,
                             clock=args.profile_clock or 'wall',
                             profiler=args.profiler or 'yappi'),
         opts=opts, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+_HOST_PORT = re.compile(r'^(?:([a-z]+)://)?(\[[0-9A-Fa-f:.]+\]|[^:/\s\[\]]+):([0-9]+)$')
+_LISTEN = re.compile(r'^(?:(\[[0-9A-Fa-f:.]+\]|[^:/\s\[\]]+):)?([0-9]+)$')
+_PREFIX = re.compile(r'^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$')
+
+
+def _port(flag, text, digits):
+    port = int(digits)
+    if not 1 <= port <= 65535:
+        raise errors.ConfigError('%s %s: port %d is out of range (1-65535)' % (flag, text, port))
+    return port
+
+
+def _endpoint(flag, text, protos):
+    """[PROTO://]HOST:PORT -> Endpoint; the first of ``protos`` is the default."""
+    m = _HOST_PORT.match(text)
+    if not m:
+        raise errors.ConfigError('%s takes HOST:PORT, e.g. 127.0.0.1:%s; got %r'
+                                 % (flag, {'--statsd': 8125}.get(flag, 2003), text))
+    proto = m.group(1) or protos[0]
+    if proto not in protos:
+        raise errors.ConfigError('%s sends over %s; got %s://' % (
+            flag, ' or '.join('%s (%s://)' % (p.upper(), p) for p in protos), proto))
+    return Endpoint(proto, m.group(2).strip('[]'), _port(flag, text, m.group(3)))
+
+
+def _check_free(flag, text, host, port):
+    """Refuse a listening port that is taken before the run, not after it."""
+    import socket
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+    except (socket.error, OSError) as e:
+        raise errors.ConfigError('%s %s: cannot listen on port %d: %s' % (
+            flag, text, port, getattr(e, 'strerror', None) or e))
+    finally:
+        s.close()
+
+
+def _live(args):
+    """The live-metrics flags, checked: Live, or None when none was given."""
+    if not (args.graphite or args.statsd or args.prometheus_port):
+        if args.metrics_prefix:
+            raise errors.ConfigError('--metrics-prefix goes with --graphite, --statsd or '
+                                     '--prometheus-port')
+        return None
+    prefix = args.metrics_prefix or 'gloaddriver'
+    if not _PREFIX.match(prefix):
+        raise errors.ConfigError('--metrics-prefix takes dot-separated names of letters, digits, '
+                                 '_ and -, starting with a letter, e.g. loadtest.gloaddriver; '
+                                 'got %r' % prefix)
+    prometheus = None
+    if args.prometheus_port:
+        text = args.prometheus_port
+        m = _LISTEN.match(text)
+        if not m:
+            raise errors.ConfigError('--prometheus-port takes PORT or HOST:PORT, e.g. 9100 or '
+                                     '127.0.0.1:9100; got %r' % text)
+        host = (m.group(1) or '').strip('[]')
+        port = _port('--prometheus-port', text, m.group(2))
+        # --processes P serves one endpoint per process, on PORT .. PORT+P-1.
+        last = port + args.processes - 1
+        if last > 65535:
+            raise errors.ConfigError('--prometheus-port %s with --processes %d needs ports %d-%d; '
+                                     'the last is out of range' % (text, args.processes, port,
+                                                                   last))
+        for p in range(port, last + 1):
+            _check_free('--prometheus-port', text, host or '0.0.0.0', p)
+        prometheus = Endpoint('http', host, port)
+    return Live(
+        graphite=_endpoint('--graphite', args.graphite, ('tcp', 'udp')) if args.graphite else None,
+        statsd=_endpoint('--statsd', args.statsd, ('udp',)) if args.statsd else None,
+        prometheus=prometheus, prefix=prefix)
 
 
 def _thresholds(text):

@@ -146,6 +146,18 @@ def build_parser(cls=None):
                         '(PHASE:p99<5ms for one phase); exit 4 when one fails')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
+    g = p.add_argument_group('live metrics (each interval, while the run goes; see README '
+                             '"Live metrics")')
+    g.add_argument('--graphite', default=None, metavar='[tcp://|udp://]HOST:PORT',
+                   help='send each interval to Graphite (carbon plaintext lines), over TCP '
+                        'unless udp:// is given')
+    g.add_argument('--statsd', default=None, metavar='HOST:PORT',
+                   help='send each interval to StatsD over UDP (gauges and counters)')
+    g.add_argument('--prometheus-port', default=None, metavar='[HOST:]PORT',
+                   help='serve the last interval as Prometheus/OpenMetrics text over HTTP on '
+                        'this port (all interfaces unless HOST is given)')
+    g.add_argument('--metrics-prefix', default=None, metavar='NAME',
+                   help='first element of every metric name (default: gloaddriver)')
     for kind in backends.kinds():
         kind.add_flags(p)
     g = p.add_argument_group('profiling (where the client CPU goes; see README "Profiling")')

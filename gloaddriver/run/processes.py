@@ -26,7 +26,7 @@ START_ENV = 'GLOADDRIVER_START_BARRIER'
 READY = 'gloaddriver: ready to start'
 # Flags the parent handles itself, with whether they take a value.
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
-                 '--fail-if': True, '--csv': True,
+                 '--fail-if': True, '--csv': True, '--prometheus-port': True,
                  '--html': True, '--interval': True, '--rate': True, '--spawn-init': True}
 
 
@@ -131,6 +131,11 @@ def run(config, argv, out=None):
                            '--json', path]
             if load.rate:   # --rate is the whole run's: each process takes its share
                 args += ['--rate', repr(load.rate / n)]
+            live = config.output.live
+            if live is not None and live.prometheus is not None:   # an endpoint each
+                host = live.prometheus.host or '0.0.0.0'
+                args += ['--prometheus-port=%s:%d' % ('[%s]' % host if ':' in host else host,
+                                                      live.prometheus.port + i)]
             # Their own session: a terminal's Ctrl-C reaches the parent only, which
             # passes it on once (two would make a child quit at once); and killed
             # with the parent, however it dies.
