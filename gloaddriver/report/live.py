@@ -138,13 +138,14 @@ def element(text):
 
 
 def number(v):
-    """A value as Graphite and StatsD read it: integers whole, others to 3 decimals."""
+    """A value as Graphite and StatsD read it: integers whole, others to 4 decimals
+    (the shortest text of the rounded float, the same on 2.7 and 3.x)."""
     if isinstance(v, bool):
         return '1' if v else '0'
     if isinstance(v, numbers.Integral):
         return '%d' % v
-    text = '%.3f' % v
-    return text.rstrip('0').rstrip('.') if '.' in text else text
+    text = repr(round(float(v), 4))
+    return text[:-2] if text.endswith('.0') else text
 
 
 def base_path(prefix, shard):
@@ -298,6 +299,11 @@ class Sink(object):
         except BaseException:
             self.close(quiet=True)
             raise
+        for o in self.outputs:
+            why = o.connect_now() if hasattr(o, 'connect_now') else None
+            if why:
+                errors.say('note: %s: %s; the run goes on, and what cannot be sent is '
+                           'counted' % (o, why))
 
     def _families(self):
         fig = self.latest

@@ -130,6 +130,20 @@ class Sender(object):
             raise
         return sock
 
+    def connect_now(self):
+        """Before the run: connect over TCP once, so a collector that is down is said at
+        the start, not only at the end. Returns why it failed, or None."""
+        if self.udp:
+            return None   # nothing answers a UDP connect; a refusal shows on a send
+        try:
+            self._sock = self._connect()
+        except (socket.error, OSError, gevent.Timeout) as e:
+            self._last_error = reason(e)
+            self._retry_at = clock() + self._backoff
+            self._backoff = min(self._backoff * 2, RETRY_MAX)
+            return self._last_error
+        return None
+
     def _send(self, payload):
         if self._sock is None:
             if clock() < self._retry_at:

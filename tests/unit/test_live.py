@@ -67,8 +67,10 @@ def test_statsd_lines_count_the_interval_and_gauge_the_rest_under_the_shard():
 
 
 def test_numbers_and_path_elements():
-    assert [live.number(v) for v in (0, 12, 2 ** 40, 0.5, 1.0, 1234.5678, 0.0004, True)] == \
-        ['0', '12', '1099511627776', '0.5', '1', '1234.568', '0', '1']
+    assert [live.number(v) for v in (0, 12, 2 ** 40, 0.5, 1.0, 1234.56789, 0.0004, 0.00004,
+                                     0.1 + 0.2, 123456789.5, True)] == \
+        ['0', '12', '1099511627776', '0.5', '1', '1234.5679', '0.0004', '0', '0.3',
+         '123456789.5', '1']
     assert live.element('server:3') == 'server_3'
     assert live.element('client:ValueError') == 'client_ValueError'
     assert live.element(u'bulk:row connect.x') == 'bulk_row_connect_x'
@@ -269,8 +271,8 @@ def test_a_taken_prometheus_port_is_refused_before_the_run(capsys):
                        '127.0.0.1:%d' % port])
         err = capsys.readouterr().err
         assert rc == errors.EXIT_USAGE == 2
-        assert err.strip() == 'gloaddriver: error: --prometheus-port 127.0.0.1:%d: cannot listen on ' \
-                              'port %d: Address already in use' % (port, port)
+        assert err.strip() == ('gloaddriver: error: --prometheus-port 127.0.0.1:%d: cannot '
+                               'listen on port %d: Address already in use' % (port, port))
         # and were it taken between the check and the run, the run does not start
         with pytest.raises(errors.SetupError) as e:
             live_send.PrometheusEndpoint(configuration.Endpoint('http', '127.0.0.1', port),
@@ -278,15 +280,6 @@ def test_a_taken_prometheus_port_is_refused_before_the_run(capsys):
         assert 'cannot listen on 127.0.0.1:%d: address already in use' % port in str(e.value)
     finally:
         taken.close()
-
-
-def test_a_collector_name_that_does_not_resolve_stops_the_run_at_the_start(capsys):
-    rc = cli.main(['--backend', 'memory', '--ops', '10', '--progress', '0',
-                   '--graphite', 'no-such-host.invalid:2003'])
-    err = capsys.readouterr().err
-    assert rc == errors.EXIT_SETUP
-    assert err.startswith('gloaddriver: cannot resolve no-such-host.invalid') and \
-        'Traceback' not in err
 
 
 # -- senders against real sockets ---------------------------------------------------
@@ -539,8 +532,10 @@ def test_a_run_feeds_graphite_and_prometheus_the_rows_of_its_timeline(tmpdir, ca
         op = 'insert' if p['name'] == 'load' else 'all'
         rows = p['timeline']
         sent = series.get('%s.client.%s.attempted' % (p['name'], op), [])
-        # every interval the ticker closed went out; the last, partial one is in the JSON only
-        assert len(rows) - 1 <= len(sent) <= len(rows)
+        # every interval the ticker closed went out, but for the last ones: the ticker is
+        # stopped as the phase ends, maybe between closing a row and sending it, and the
+        # last, partial interval is in the JSON only
+        assert len(rows) - 2 <= len(sent) <= len(rows)
         for key in ('attempted', 'ok', 'errors', 'ops_per_sec'):
             assert series.get('%s.client.%s.%s' % (p['name'], op, key), []) == \
                 [r[key] for r in rows[:len(sent)]], key
@@ -610,7 +605,10 @@ def test_a_run_with_dead_collectors_completes_and_says_what_was_dropped(tmpdir, 
     err = capsys.readouterr().err
     m = re.search(r'note: graphite tcp://127\.0\.0\.1:%d: (\d+) of (\d+) sends dropped '
                   r'\(connection refused\)' % gport, err)
-    assert m and m.group(1) == m.group(2) and ticked - 2 <= int(m.group(2)) <= ticked, err
+    assert m and m.group(1) == m.group(2) and ticked - 4 <= int(m.group(2)) <= ticked, err
+    # a TCP collector that is down is said at the start too, not only at the end
+    assert err.startswith('gloaddriver: note: graphite tcp://127.0.0.1:%d: connection refused; '
+                          'the run goes on, and what cannot be sent is counted\n' % gport), err
     assert re.search(r'note: statsd udp://127\.0\.0\.1:%d: \d+ of \d+ sends dropped '
                      r'\(connection refused\)' % sport, err), err
     assert 'Traceback' not in err
