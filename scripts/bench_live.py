@@ -1,0 +1,176 @@
+"""What live metrics out costs a run: the same select load with no live output, with
+--graphite to a port nobody listens on, and with --prometheus-port scraped every second.
+
+Run by ``scripts/bench live``. One private Tarantool holding --keys rows; rounds
+interleave the variants round-robin so the machine's noise hits all alike. Each run
+is ``--phases select --ops 0 --duration S`` at --greenlets, uniform keys, one
+interval a second (so one Graphite send and about one scrape a second). Prints
+one table (medians over the rounds, and each variant's ratio to no live output)
+and writes JSON; the drops each run reported are kept there too.
+"""
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+from benchlib import ROOT, out_path
+
+sys.path.insert(0, ROOT)
+
+from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
+from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
+
+try:
+    from urllib.request import urlopen
+except ImportError:  # pragma: no cover - Python 2
+    from urllib2 import urlopen
+
+
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Scraper(threading.Thread):
+    """GET http://127.0.0.1:PORT/metrics every ``every`` seconds until stopped."""
+
+    def __init__(self, port, every=1.0):
+        threading.Thread.__init__(self)
+        self.daemon = True
+        self.port, self.every = port, every
+        self.done = threading.Event()
+        self.ok = self.failed = 0
+        self.start()
+
+    def run(self):
+        while not self.done.wait(self.every):
+            try:
+                urlopen('http://127.0.0.1:%d/metrics' % self.port, timeout=2).read()
+                self.ok += 1
+            except Exception:   # before the endpoint is up, or after it is gone
+                self.failed += 1
+
+
+def run_driver(python, args, password):
+    """(JSON result or None, stderr lines) of one driver run."""
+    fd, path = tempfile.mkstemp(suffix='.json')
+    os.close(fd)
+    env = dict(os.environ, GLOADDRIVER_PASSWORD=password, PYTHONPATH=ROOT)
+    p = subprocess.Popen([python, '-m', 'gloaddriver', '--progress', '0', '--json', path] + args,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    _out, err = p.communicate()
+    err = err.decode('utf-8', 'replace')
+    try:
+        with open(path) as f:
+            result = json.load(f)
+    except ValueError:
+        result = None
+    finally:
+        os.unlink(path)
+    if p.returncode != 0 or result is None:
+        sys.stderr.write('run failed (%s; exit %s): %s\n' % (' '.join(args), p.returncode,
+                                                            err[-500:]))
+    return result, [l for l in err.splitlines() if l.strip()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--python', default=sys.executable, help='interpreter that runs the driver')
+    ap.add_argument('--seconds', type=float, default=5.0, help='length of each run')
+    ap.add_argument('--keys', type=int, default=100000)
+    ap.add_argument('--greenlets', type=int, default=100)
+    ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--out', default=None, help='JSON file (default bench-results/...)')
+    args = ap.parse_args()
+    out = out_path(args.out, 'live')
+    common = ['--phases', 'select', '--ops', '0', '--duration', str(args.seconds),
+              '--keys', str(args.keys), '--distribution', 'uniform',
+              '--greenlets', str(args.greenlets)]
+    dead = free_port()   # nobody listens there: every connect is refused
+    kinds = ('no live output', 'graphite, dead port', 'prometheus, scraped 1/s')
+    runs = []
+    with TarantoolServer() as server:
+        conn = Connection(server.host, server.port, server.user, server.password).connect()
+        conn.eval(u"local s = box.space.gloaddriver for i = 0, ... - 1 do "
+                  u"s:replace({i, string.rep('x', 1536)}) end", args.keys)
+        conn.close()
+        target = ['--uri', server.uri, '--user', server.user]
+        for r in range(args.rounds):
+            for name in kinds:
+                sys.stderr.write('round %d: %s...\n' % (r + 1, name))
+                extra, scraper = [], None
+                if name.startswith('graphite'):
+                    extra = ['--graphite', '127.0.0.1:%d' % dead]
+                elif name.startswith('prometheus'):
+                    port = free_port()
+                    extra = ['--prometheus-port', '127.0.0.1:%d' % port]
+                    scraper = Scraper(port)
+                res, err = run_driver(args.python, target + common + extra, server.password)
+                if scraper is not None:
+                    scraper.done.set()
+                    scraper.join(3)
+                if res is None:
+                    continue
+                p = res['phases'][0]
+                runs.append({'round': r, 'kind': name, 'ops_per_sec': p['ops_per_sec'],
+                             'cpu_us_per_op': p['cpu_us_per_op'],
+                             'p99_us': p['latency_us']['p99'],
+                             'syscalls_per_op': p['syscalls'].get('per_op'),
+                             'failed': p['failed'] + p['timed_out'],
+                             'notes': [l for l in err if 'note:' in l],
+                             'scrapes': scraper.ok if scraper is not None else None,
+                             'interpreter': res['manifest']['interpreter']})
+    table = []
+    for name in kinds:
+        mine = [x for x in runs if x['kind'] == name]
+        if mine:
+            table.append({'kind': name, 'runs': len(mine),
+                          'ops_per_sec': median([x['ops_per_sec'] for x in mine]),
+                          'ops_per_sec_each': [x['ops_per_sec'] for x in mine],
+                          'cpu_us_per_op': median([x['cpu_us_per_op'] for x in mine]),
+                          'p99_us': median([x['p99_us'] for x in mine]),
+                          'syscalls_per_op': median([x['syscalls_per_op'] or 0 for x in mine])})
+    base = table[0]['ops_per_sec'] if table and table[0]['kind'] == kinds[0] else None
+    print('select, %d greenlets, %g s per run, one interval a second, %d rounds '
+          'interleaved, %s' % (args.greenlets, args.seconds, args.rounds,
+                               runs[0]['interpreter'] if runs else '?'))
+    fmt = '%-26s %5s %10s %8s %10s %8s %7s  %s'
+    print(fmt % ('live output', 'runs', 'ops/s', 'ratio', 'cpu us/op', 'p99 us', 'sys/op',
+                 'ops/s of each round'))
+    for t in table:
+        t['ratio'] = round(t['ops_per_sec'] / base, 4) if base else None
+        print(fmt % (t['kind'], t['runs'], '{:,}'.format(int(t['ops_per_sec'])),
+                     '%.3fx' % t['ratio'] if t['ratio'] else '-', '%.2f' % t['cpu_us_per_op'],
+                     '{:,}'.format(int(t['p99_us'])), '%.3f' % t['syscalls_per_op'],
+                     ' / '.join('{:,}'.format(int(v)) for v in t['ops_per_sec_each'])))
+    for x in runs:
+        for n in x['notes']:
+            print('round %d, %s: %s' % (x['round'] + 1, x['kind'], n.split('note: ', 1)[1]))
+    scrapes = [x['scrapes'] for x in runs if x['scrapes'] is not None]
+    if scrapes:
+        print('prometheus scrapes answered per run: %s' % ', '.join(str(s) for s in scrapes))
+    with open(out, 'w') as f:
+        json.dump({'table': table, 'runs': runs, 'args': vars(args)}, f, indent=1,
+                  sort_keys=True)
+    print('JSON: %s' % out)
+    bad = sum(x['failed'] for x in runs)
+    return 1 if bad or len(runs) != len(kinds) * args.rounds else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
