@@ -1,0 +1,334 @@
+"""gloaddriver against other clients on the same workload, side by side in one run.
+
+Run by scripts/bench-peers (which installs the peers into .venv/peers-*). One private
+Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own process.
+
+* Tarantool: the 1.5 KB insert/select/update/delete workload at each concurrency
+  (--concurrency, default 1,10,100 greenlets or tasks on one connection) through
+  gloaddriver on 3.11 and 2.7, the hub-driven style (scripts/peers/hubconn.py),
+  asynctnt + uvloop, aiotarantool and gtarantool (2.7). Each run gets a fresh space.
+* PostgreSQL: point selects on a kv table (small values, uniform keys) at
+  --pg-conns connections through gloaddriver --prepared, asyncpg + uvloop, psycopg 3,
+  a plain gevent + psycopg2 PREPARE/EXECUTE loop, and pgbench -S -M prepared (-j 1).
+
+Runs are interleaved round-robin (every client once per round, the order rotated
+each round), so the machine's noise hits all alike. The table gives medians with
+the range over rounds, client CPU per op, network syscalls per op (send/recv and
+read/write family, counted by perf_event tracepoints for the client process) and
+each client's ratio to gloaddriver (3.11) of the same round: the median and range
+of those ratios. JSON goes to bench-results/peers-*.json.
+"""
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+from benchlib import ROOT, driver, out_path
+
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, 'scripts', 'peers'))
+
+import peerlib  # noqa: E402
+from gloaddriver.backends.postgres.server import PostgresServer  # noqa: E402
+from gloaddriver.backends.spawn import which  # noqa: E402
+from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
+from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
+
+PEERS = os.path.join(ROOT, 'scripts', 'peers')
+BASE = 'gloaddriver'
+NET_EXTRA = ('read', 'write')   # socket I/O outside gloaddriver's send/recv family
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return None if not n else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2.0)
+
+
+def adapter(python, script, args, timeout=900):
+    """Run one peer adapter; its phases, or None (said on stderr)."""
+    p = subprocess.Popen([python, os.path.join(PEERS, script), json.dumps(args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=PEERS)
+    out, err = p.communicate()
+    try:
+        return json.loads(out.decode().strip().splitlines()[-1])['phases']
+    except (ValueError, IndexError, KeyError):
+        sys.stderr.write('%s failed (exit %s): %s\n' % (script, p.returncode,
+                                                         err.decode('utf-8', 'replace')[-800:]))
+        return None
+
+
+def from_driver(result):
+    """gloaddriver's JSON phases in the adapters' shape."""
+    if result is None:
+        return None
+    out = []
+    for p in result['phases']:
+        sc = p['syscalls'] or {}
+        counts = sc.get('counts') or {}
+        att = p['attempted'] or 1
+        net = sc.get('network_per_op')
+        if net is not None:
+            net += sum(counts.get(k, 0) for k in NET_EXTRA) / att
+        out.append({'name': p['name'], 'ops': p['attempted'], 'errors': p['failed'] + p['timed_out'],
+                    'seconds': p['seconds'], 'ops_per_sec': p['ops_per_sec'],
+                    'cpu_us_per_op': p.get('cpu_us_per_op'), 'network_per_op': net,
+                    'syscalls_per_op': sc.get('per_op')})
+    return out
+
+
+# -- Tarantool -------------------------------------------------------------------------
+
+def tarantool_clients(args):
+    c = [(BASE, 'driver', args.python), ('gloaddriver 2.7', 'driver', args.python27),
+         ('hub-driven style', 'tnt_hub.py', args.python),
+         ('asynctnt+uvloop', 'tnt_asynctnt.py', args.peers311),
+         ('aiotarantool', 'tnt_aiotarantool.py', args.peers311),
+         ('gtarantool 2.7', 'tnt_gtarantool.py', args.peers27)]
+    only = set(args.clients.split(',')) if args.clients else None
+    return [x for x in c if only is None or x[0] in only or x[0] == BASE]
+
+
+def run_tarantool(args, say):
+    runs = []
+    phases = ['insert', 'select', 'update', 'delete']
+    conc = [int(x) for x in args.concurrency.split(',')]
+    clients = tarantool_clients(args)
+    with TarantoolServer(wal_mode='none') as server:
+        admin = Connection(server.host, server.port, server.user, server.password).connect()
+        n = 0
+        for r in range(args.rounds):
+            for c in conc:
+                ops = args.ops_1 if c == 1 else args.ops
+                order = clients[r % len(clients):] + clients[:r % len(clients)]
+                for name, how, python in order:
+                    n += 1
+                    space = 'peers_%d' % n
+                    sid = admin.eval(u"""local s = box.schema.space.create(..., {format = {
+                        {'id', 'unsigned'}, {'value', 'string'}}})
+                        s:create_index('primary', {parts = {1, 'unsigned'}}) return s.id""",
+                                     space)[0]
+                    say('round %d, %d concurrent: %s' % (r + 1, c, name))
+                    if how == 'driver':
+                        res = from_driver(driver(python, [
+                            '--uri', server.uri, '--user', server.user, '--space', space,
+                            '--greenlets', str(c), '--ops', str(ops),
+                            '--value-size', str(args.value_size),
+                            '--phases', ','.join(phases)] + args.extra, server.password))
+                    else:
+                        res = adapter(python, how, {
+                            'host': server.host, 'port': server.port, 'user': server.user,
+                            'password': server.password, 'space_id': sid, 'concurrency': c,
+                            'ops': ops, 'value_size': args.value_size, 'phases': phases})
+                    admin.eval(u'box.space[...]:drop()', space)
+                    runs.append({'backend': 'tarantool', 'client': name, 'round': r,
+                                 'concurrency': c, 'phases': res})
+        admin.close()
+    return runs
+
+
+# -- PostgreSQL ------------------------------------------------------------------------
+
+def pgbench(server, conns, ops):
+    """pgbench -S -M prepared, one thread; its phase in the adapters' shape."""
+    exe = which('pgbench')
+    env = dict(os.environ, PGPASSWORD=server.password)
+    per_client = max(1, ops // conns)
+    p = subprocess.Popen([exe, '-S', '-M', 'prepared', '-c', str(conns), '-j', '1', '-t',
+                          str(per_client), '-h', '127.0.0.1', '-p', str(server.port), '-U',
+                          server.user, server.database],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    counter = peerlib.Syscalls(p.pid)   # from its start: connecting is in it (8 of 50,000)
+    s0 = counter.snapshot()
+    out = p.stdout.read()
+    err = p.stderr.read()
+    s1 = counter.snapshot()
+    _pid, status, usage = os.wait4(p.pid, 0)
+    m = re.search(r'tps = ([0-9.]+) \(without initial connection time\)', out.decode())
+    if not m or status:
+        sys.stderr.write('pgbench failed: %s\n' % (out + err).decode()[-500:])
+        return None
+    n = per_client * conns
+    counts = counter.delta(s0, s1)
+    if counts is not None:
+        counts['read'] += len(counter.fds)   # its reads of our counters are not its own
+        counts['total'] += len(counter.fds)
+    return [{'name': 'select', 'ops': n, 'errors': 0, 'ops_per_sec': float(m.group(1)),
+             'cpu_us_per_op': (usage.ru_utime + usage.ru_stime) * 1e6 / n,
+             'network_per_op': None if counts is None else
+             sum(counts.get(k, 0) for k in peerlib.NETWORK) / n,
+             'syscalls_per_op': None if counts is None else counts['total'] / n,
+             'note': 'CPU and syscalls of the whole pgbench process, connecting included'}]
+
+
+def postgres_clients(args):
+    c = [(BASE, 'driver', args.python), ('asyncpg+uvloop', 'pg_asyncpg.py', args.peers311),
+         ('psycopg 3', 'pg_psycopg3.py', args.peers311),
+         ('gevent+psycopg2 loop', 'pg_gevent_psycopg2.py', args.python),
+         ('pgbench -S -M prepared', 'pgbench', None)]
+    only = set(args.clients.split(',')) if args.clients else None
+    return [x for x in c if only is None or x[0] in only or x[0] == BASE]
+
+
+def run_postgres(args, say):
+    runs = []
+    n = args.pg_conns
+    with PostgresServer() as server:
+        dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable' % (
+            server.port, server.database, server.user)
+        common = ['--backend', 'postgres', '--dsn', dsn, '--table', 'kv', '--value-size', '16']
+        say('postgres: loading %d rows' % args.pg_keys)
+        if driver(args.python, common + ['--init', '--phases', 'insert', '--ops',
+                                         str(args.pg_keys), '--greenlets', '8'],
+                  server.password) is None:
+            return runs
+        if which('pgbench'):
+            subprocess.check_call([which('pgbench'), '-i', '-q', '-s', '5', '-h', '127.0.0.1',
+                                   '-p', str(server.port), '-U', server.user, server.database],
+                                  env=dict(os.environ, PGPASSWORD=server.password),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        clients = postgres_clients(args)
+        for r in range(args.rounds):
+            order = clients[r % len(clients):] + clients[:r % len(clients)]
+            for name, how, python in order:
+                say('round %d, postgres %d connections: %s' % (r + 1, n, name))
+                if how == 'driver':
+                    res = from_driver(driver(python, common + [
+                        '--prepared', '--phases', 'select', '--ops', str(args.pg_ops),
+                        '--keys', str(args.pg_keys), '--distribution', 'uniform',
+                        '--seed', str(r + 1), '--greenlets', str(n)] + args.pg_extra,
+                        server.password))
+                elif how == 'pgbench':
+                    res = pgbench(server, n, args.pg_ops) if which('pgbench') else None
+                else:
+                    res = adapter(python, how, {
+                        'host': '127.0.0.1', 'port': server.port, 'user': server.user,
+                        'password': server.password, 'database': server.database,
+                        'table': 'kv', 'keys': args.pg_keys, 'concurrency': n,
+                        'ops': args.pg_ops, 'seed': r + 1})
+                runs.append({'backend': 'postgres', 'client': name, 'round': r,
+                             'concurrency': n, 'phases': res})
+    return runs
+
+
+# -- the table -------------------------------------------------------------------------
+
+def summarize(runs):
+    """One row per (backend, concurrency, phase, client): medians, ranges, ratios."""
+    rows = []
+    keys = []
+    for run in runs:
+        for p in run['phases'] or []:
+            k = (run['backend'], run['concurrency'], p['name'], run['client'])
+            if k not in keys:
+                keys.append(k)
+
+    def phase(run, name):
+        for p in run['phases'] or []:
+            if p['name'] == name:
+                return p
+        return None
+
+    for backend, conc, name, client in keys:
+        mine = [(r['round'], phase(r, name)) for r in runs if r['backend'] == backend and
+                r['concurrency'] == conc and r['client'] == client and phase(r, name)]
+        base = dict((r['round'], phase(r, name)) for r in runs if r['backend'] == backend and
+                    r['concurrency'] == conc and r['client'] == BASE and phase(r, name))
+        rates = [p['ops_per_sec'] for _r, p in mine]
+        ratios = [p['ops_per_sec'] / base[r]['ops_per_sec'] for r, p in mine
+                  if r in base and base[r]['ops_per_sec']]
+        cpu = [p['cpu_us_per_op'] for _r, p in mine if p['cpu_us_per_op'] is not None]
+        net = [p['network_per_op'] for _r, p in mine if p['network_per_op'] is not None]
+        rows.append({'backend': backend, 'concurrency': conc, 'phase': name, 'client': client,
+                     'rounds': len(mine), 'ops_per_sec': _median(rates),
+                     'ops_per_sec_range': [min(rates), max(rates)],
+                     'cpu_us_per_op': _median(cpu), 'network_per_op': _median(net),
+                     'ratio': _median(ratios),
+                     'ratio_range': [min(ratios), max(ratios)] if ratios else None,
+                     'errors': sum(p['errors'] for _r, p in mine)})
+    order = dict((k, i) for i, k in enumerate(('insert', 'select', 'update', 'delete')))
+    rows.sort(key=lambda x: (x['backend'] != 'tarantool', x['concurrency'],
+                             order.get(x['phase'], 9)))
+    return rows
+
+
+def print_table(rows):
+    fmt = '%-9s %4s %-7s %-24s %9s %-19s %8s %7s %17s'
+    print(fmt % ('backend', 'conc', 'phase', 'client', 'ops/s', '(range)', 'cpu us', 'net/op',
+                 'x gloaddriver'))
+    for x in rows:
+        lo, hi = x['ops_per_sec_range']
+        ratio = '' if x['ratio'] is None else '%.2fx' % x['ratio']
+        if x['ratio_range'] and x['client'] != BASE:
+            ratio += ' (%.2f-%.2f)' % tuple(x['ratio_range'])
+        print(fmt % (x['backend'], x['concurrency'], x['phase'], x['client'],
+                     '{:,}'.format(int(x['ops_per_sec'])),
+                     '%s-%s' % ('{:,}'.format(int(lo)), '{:,}'.format(int(hi))),
+                     '-' if x['cpu_us_per_op'] is None else '%.1f' % x['cpu_us_per_op'],
+                     '-' if x['network_per_op'] is None else '%.3f' % x['network_per_op'],
+                     ratio))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--python', default=sys.executable, help='gloaddriver on 3.x (the base)')
+    ap.add_argument('--python27', required=True, help='gloaddriver on 2.7')
+    ap.add_argument('--peers311', required=True, help='python of the 3.x peers')
+    ap.add_argument('--peers27', required=True, help='python of the 2.7 peers')
+    ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--ops', type=int, default=50000, help='ops per phase (Tarantool)')
+    ap.add_argument('--ops-1', type=int, default=10000, help='ops per phase at concurrency 1')
+    ap.add_argument('--concurrency', default='1,10,100')
+    ap.add_argument('--value-size', type=int, default=1536)
+    ap.add_argument('--pg-ops', type=int, default=50000)
+    ap.add_argument('--pg-keys', type=int, default=100000)
+    ap.add_argument('--pg-conns', type=int, default=8)
+    ap.add_argument('--backends', default='tarantool,postgres')
+    ap.add_argument('--clients', default=None, help='comma-separated client names (default all)')
+    ap.add_argument('--extra', default='', help='more gloaddriver flags for Tarantool runs')
+    ap.add_argument('--pg-extra', default='', help='more gloaddriver flags for PostgreSQL runs')
+    ap.add_argument('--out', default=None)
+    args = ap.parse_args()
+    args.extra = args.extra.split()
+    args.pg_extra = args.pg_extra.split()
+    out = out_path(args.out, 'peers')
+    started = time.strftime('%Y-%m-%d %H:%M')
+
+    def say(text):
+        sys.stderr.write('bench-peers: %s\n' % text)
+        sys.stderr.flush()
+    runs = []
+    backends = args.backends.split(',')
+    if 'tarantool' in backends:
+        runs += run_tarantool(args, say)
+    if 'postgres' in backends:
+        runs += run_postgres(args, say)
+    rows = summarize(runs)
+    print('bench-peers %s, %d cores, %d rounds interleaved; Tarantool: %s ops per phase '
+          '(%s at concurrency 1), %d-byte values, wal_mode=none, one connection; PostgreSQL: '
+          'kv point selects, %d connections, %s ops' % (
+              started, os.sysconf('SC_NPROCESSORS_ONLN'), args.rounds, '{:,}'.format(args.ops),
+              '{:,}'.format(args.ops_1), args.value_size, args.pg_conns,
+              '{:,}'.format(args.pg_ops)))
+    print_table(rows)
+    print('ops/s: median over rounds (range); cpu us: client CPU per op; net/op: send/recv/'
+          'read/write syscalls per op of the client process; x gloaddriver: median (range) of '
+          'the ratio to gloaddriver on 3.11 in the same round')
+    failed = [r for r in runs if r['phases'] is None]
+    errors = sum(x['errors'] for x in rows)
+    if failed or errors:
+        print('note: %d runs failed, %d ops failed; see stderr and the JSON' % (len(failed), errors))
+    with open(out, 'w') as f:
+        json.dump({'started': started, 'args': vars(args), 'table': rows, 'runs': runs}, f,
+                  indent=1, sort_keys=True)
+    print('JSON: %s' % out)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
