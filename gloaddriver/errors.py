@@ -17,7 +17,10 @@
 
 Network and server errors are separate branches on purpose: a load driver has to
 tell "the server said no" (a result) from "we could not ask" (an outage). Each
-OpError has a ``kind`` used as the key in the per-phase error counts.
+OpError has a ``kind`` used as the key in the per-phase error counts, and
+``outage``: whether it means the server could not serve at all (network errors,
+timeouts, and the server errors a backend marks so, such as "shutting down" or
+"still starting"), which is what opens an outage event (measure/outages.py).
 
 The exit codes live here too, with the one function that maps an error to its
 code and its line on stderr (``report_error``): every entry point uses it.
@@ -62,11 +65,13 @@ class SchemaError(SetupError):
 class OpError(GloadError):
     """One operation failed; ``kind`` is its key in the error counts."""
     kind = 'error'
+    outage = False
 
 
 class NetworkError(OpError):
     """The connection failed (refused, reset, closed, lost mid-request)."""
     kind = 'network'
+    outage = True
 
 
 class NotConnected(NetworkError):
@@ -80,6 +85,7 @@ class GaveUp(NetworkError):
 class RequestTimeout(OpError):
     """No reply arrived within the request timeout."""
     kind = 'timeout'
+    outage = True
 
 
 class ServerError(OpError):
@@ -87,14 +93,16 @@ class ServerError(OpError):
 
     ``code`` is the server's own error code (Tarantool box error code, or a
     PostgreSQL SQLSTATE) and ``kind`` is ``server:<code>`` so counts by kind
-    keep different server errors apart.
+    keep different server errors apart. ``outage`` marks the errors a server gives
+    while it cannot serve at all (shutting down, still starting).
     """
 
-    def __init__(self, code, message):
+    def __init__(self, code, message, outage=False):
         OpError.__init__(self, message)
         self.code = code
         self.message = message
         self.kind = 'server:%s' % (code,)
+        self.outage = outage
 
     def __str__(self):
         return '%s (code %s)' % (self.message, self.code)

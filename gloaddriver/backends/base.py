@@ -151,6 +151,12 @@ class Backend(object):
         reconnects, ...), or None when the connector keeps none."""
         return None
 
+    def reconnects(self):
+        """A cumulative count of connections made (or made again after a loss), or None
+        when the connector reconnects out of sight. Read during an outage only: an
+        increase then is a reconnect, the server's return as the client sees it."""
+        return None
+
     def phase_started(self):
         """Called before a phase's measured window opens."""
 
@@ -161,6 +167,13 @@ class Backend(object):
     def server_metrics(self, pid):
         """A gloaddriver.measure.server_metrics.ServerMetrics sampling this server on a
         connection of its own, or None. ``pid`` is the spawned server's, or None."""
+        return None
+
+    def verify_reader(self):
+        """For --verify: ``read(keys) -> [state]`` (gloaddriver.measure.ledger codes: which
+        built-in write's value each key holds, GONE or CORRUPT), with ``read.close()``;
+        or None when this workload's writes cannot be read back. Called after the phases;
+        it may wait for a server that is coming back."""
         return None
 
     def run_phases(self):

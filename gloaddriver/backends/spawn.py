@@ -118,25 +118,56 @@ class Server(object):
     def _wait_up(self, timeout):
         _wait_listening(self.port, self.proc, self._log_path(), self.name, timeout)
 
-    def pause(self):
-        """SIGSTOP the server (tests of stalls)."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self):
-        os.kill(self.proc.pid, signal.SIGCONT)
-
-    def kill(self):
-        """Kill the process but keep the directory and port (to restart later)."""
-        if self.proc is not None and self.proc.poll() is None:
-            # SIGKILL first: a paused server woken by SIGCONT before it would
-            # answer what it had already read, and a test of a dead server
-            # would see replies.
-            self.proc.kill()
+    def _family(self):
+        """The server's process and its children. A signal to the process group is not
+        enough: PostgreSQL's backends each lead a session of their own."""
+        pids = [self.proc.pid]
+        try:
+            names = [p for p in os.listdir('/proc') if p.isdigit()]
+        except OSError:
+            return pids
+        for p in names:
             try:
-                os.kill(self.proc.pid, signal.SIGCONT)
+                with open('/proc/%s/stat' % p) as f:
+                    ppid = f.read().rsplit(')', 1)[1].split()[1]
+            except (IOError, OSError, IndexError):
+                continue
+            if ppid == str(self.proc.pid):
+                pids.append(int(p))
+        return pids
+
+    def _signal_all(self, sig, pids=None):
+        for pid in pids or self._family():
+            try:
+                os.kill(pid, sig)
             except OSError:
                 pass
+
+    def pause(self):
+        """SIGSTOP every process of the server (a stall: connections stay open). The
+        parent first, so that it starts no new child meanwhile."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        self._signal_all(signal.SIGSTOP)
+
+    def resume(self):
+        self._signal_all(signal.SIGCONT)
+
+    def kill(self):
+        """Crash it: SIGKILL to every process of the server at once, as a power cut would
+        leave it (but for the OS's page cache); keeps the directory and port to start
+        again."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGSTOP)    # no new child while we list them
+            family = self._family()
+            # SIGKILL before SIGCONT: a paused server woken first would answer what it
+            # had already read, and a test of a dead server would see replies.
+            self._signal_all(signal.SIGKILL, family)
+            self._signal_all(signal.SIGCONT, family)
             self.proc.wait()
+
+    def start_again(self, timeout=30.0):
+        """Start a killed server again on the same port and directory."""
+        self._boot(timeout)
 
     def start(self, timeout=30.0):
         """Temp dir, free port, prepare, launch, wait until usable; clean up on failure."""
@@ -176,13 +207,13 @@ class Server(object):
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
-                    os.kill(self.proc.pid, signal.SIGCONT)
+                    self._signal_all(signal.SIGCONT)   # a paused server must hear it
                     os.kill(self.proc.pid, self._stop_signal)
                     deadline = time.time() + 10
                     while self.proc.poll() is None and time.time() < deadline:
                         time.sleep(0.02)
                     if self.proc.poll() is None:
-                        self.proc.kill()
+                        self._signal_all(signal.SIGKILL)
                         self.proc.wait()
                 except OSError:
                     pass

@@ -14,13 +14,14 @@ import sys
 from collections import namedtuple
 
 from gloaddriver import backends, errors
+from gloaddriver.config import types
 from gloaddriver.config.flags import PASSWORD_ENV, CheckingParser, build_parser, value_flags
 
-Target = namedtuple('Target', 'spawn wal_mode user password spawn_init')
+Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults')
 Load = namedtuple('Load', [
     'greenlets', 'processes', 'phases', 'ops', 'duration', 'warmup', 'keys', 'distribution',
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
-    'workload_file', 'start_at'])
+    'workload_file', 'start_at', 'verify'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
 Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live')
 # Live metrics out (report.live), or None: where each goes and the names' first element.
@@ -131,13 +132,14 @@ def parse(argv=None, environ=None):
         checksum=args.checksum, rate=args.rate, arrival=args.arrival or 'constant',
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None,
         shard=_shard(args.shard, environ), workload_file=args.workload_file,
-        start_at=args.start_at)
+        start_at=args.start_at, verify=args.verify)
     _check_shard(load.shard, load.keys)
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
         backend=kind.name,
         target=Target(spawn=args.spawn, wal_mode=args.wal_mode, user=args.user,
-                      password=password, spawn_init=args.spawn_init),
+                      password=password, spawn_init=args.spawn_init,
+                      faults=_faults(args.fault, args.spawn)),
         load=load,
         limits=Limits(timeout=args.timeout, connect_timeout=args.connect_timeout,
                       outage_limit=args.outage_limit),
@@ -149,6 +151,18 @@ def parse(argv=None, environ=None):
                             clock=args.profile_clock or 'wall',
                             profiler=args.profiler or 'yappi'),
         opts=opts, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+def _faults(text, spawn):
+    if not text:
+        return ()
+    if not spawn:
+        raise errors.ConfigError('--fault needs --spawn: gloaddriver kills, pauses and starts '
+                                 'only a server it started itself')
+    try:
+        return types.faults(text)
+    except ValueError as e:
+        raise errors.ConfigError(str(e))
 
 
 _HOST_PORT = re.compile(r'^(?:([a-z]+)://)?(\[[0-9A-Fa-f:.]+\]|[^:/\s\[\]]+):([0-9]+)$')

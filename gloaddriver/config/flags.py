@@ -68,6 +68,12 @@ def build_parser(cls=None):
                    help='durability of the --spawn server: Tarantool wal_mode; for PostgreSQL '
                         'none = fsync, synchronous_commit and full_page_writes off, write = '
                         'synchronous_commit off, fsync = defaults')
+    g.add_argument('--fault', default=None, metavar='SPEC',
+                   help='with --spawn: do this to the server during the run, times from the '
+                        'start of the first phase: ACTION@TIME[:DURATION], comma-separated, '
+                        'ACTION one of kill (SIGKILL), start, stop (SIGSTOP, for DURATION if '
+                        'given), cont, restart (kill and start; after DURATION if given); '
+                        'e.g. kill@5s,start@8s or stop@10s:3s. Marked in the timeline')
     g = p.add_argument_group('concurrency')
     g.add_argument('--greenlets', type=positive_int, default=10, metavar='N',
                    help='worker greenlets in a closed loop')
@@ -121,6 +127,11 @@ def build_parser(cls=None):
     g.add_argument('--checksum', action='store_true',
                    help='sum a crc32 of every op\'s result per op type (order-independent; '
                         'for comparing runs, e.g. by "gloaddriver compat")')
+    g.add_argument('--verify', action='store_true',
+                   help='after the phases, read back every key the run wrote and compare it '
+                        'with what the server acknowledged: acknowledged writes lost, failed '
+                        'writes that landed, wrong bytes; exit 1 when an acknowledged write '
+                        'was lost')
     g = p.add_argument_group('limits')
     g.add_argument('--timeout', type=seconds, default=5.0, metavar='SECONDS',
                    help='per-request timeout')

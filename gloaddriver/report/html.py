@@ -49,11 +49,22 @@ def _over_time(kind, title, series, y_label, **kw):
     return line_chart(kind, title, series, 'seconds into phase', y_label, x_min=0, **kw)
 
 
+def _events(p):
+    """The phase's outages as shaded bands and its injected faults as marks."""
+    last = p['timeline'][-1]['t'] if p.get('timeline') else p.get('seconds') or 0
+    bands = [(o['start'], o['end'] if o['end'] is not None else last,
+              'outage %.2f s%s' % (o['duration'], ' (still down at the end)' if o['open'] else ''))
+             for o in p.get('outages') or ()]
+    marks = [(f['t'], report.fault_text(f)) for f in p.get('faults') or ()]
+    return {'bands': bands, 'marks': marks}
+
+
 def _phase_charts(p):
     name = p['name']
     rows = p.get('timeline') or []
     charts = []
     t = [r['t'] for r in rows]
+    events = _events(p)
 
     def per_sec(key):
         return [(r['t'], r[key] / r['seconds'] if r['seconds'] > 0 else None) for r in rows]
@@ -65,7 +76,7 @@ def _phase_charts(p):
         series.append(('target', [(x, p['rate']['target']) for x in t]))
         dashed = ('target',)
     charts.append(_over_time('throughput', 'Throughput over time', series, 'ops/s',
-                             dashed=dashed, phase=name))
+                             dashed=dashed, phase=name, **events))
     lat = []
     for key, label in (('p50', 'p50'), ('p90', 'p90'), ('p99', 'p99'), ('p999', 'p99.9'),
                        ('max', 'max')):
@@ -76,7 +87,7 @@ def _phase_charts(p):
         dashed = ('service p99',)
     title = 'Latency over time' + (' (from the intended start)' if p.get('rate') else '')
     charts.append(_over_time('latency', title, lat, 'microseconds',
-                             log_y=True, dashed=dashed, phase=name))
+                             log_y=True, dashed=dashed, phase=name, **events))
     charts.append(_distribution(p))
     sc = p.get('syscalls') or {}
     if sc.get('by_name'):
@@ -179,6 +190,8 @@ def _phase_notes(p):
                                             r['late'], r['dropped'])))
     for note in p.get('notes', ()):
         out.append(u'<p>%s</p>' % esc(note))
+    for line in report.outage_lines(p):
+        out.append(u'<p class="bad">%s</p>' % esc(line))
     srv = (p.get('server_metrics') or {}).get('phase') or {}
     if srv.get('cpu_pct') is not None:
         out.append(u'<p>server CPU over the phase: %s%% of one core</p>' % esc(srv['cpu_pct']))
@@ -200,6 +213,10 @@ def render(result):
              _summary_table(result)]
     if result.get('aborted'):
         parts.append(u'<p class="bad">run aborted: %s</p>' % esc(result['aborted']))
+    if result.get('verify'):
+        for line in report.verify_lines(result['verify']):
+            parts.append(u'<p%s>%s</p>' % (u' class="bad"' if 'LOST' in line or 'NOT DONE' in line
+                                           else u'', esc(line)))
     for p in result['phases']:
         parts.append(u'<section class="phase" data-phase="%s"><h2>Phase %s</h2>'
                      % (esc(p['name']), esc(p['name'])))

@@ -32,14 +32,19 @@ def write(result, json_path=None, html_path=None, out=None, notes=(), fail_if=No
 
 
 def exit_code(result):
-    """0 when every op succeeded; 1 when any failed, timed out or the run was aborted
-    (said on stderr)."""
+    """0 when every op succeeded; 1 when any failed, timed out, the run was aborted or
+    --verify found an acknowledged write lost (said on stderr)."""
     from gloaddriver import errors
     aborted = result.get('aborted')
     if aborted == errors.INTERRUPTED or (isinstance(aborted, list) and
                                          errors.INTERRUPTED in aborted):
         errors.say('interrupted: the phases so far are reported above')
         return errors.EXIT_INTERRUPTED
+    lost = (result.get('verify') or {}).get('acknowledged_lost')
+    if lost:
+        # Before the thresholds: no latency target makes up for data that is gone.
+        errors.say('%d acknowledged writes were lost (--verify, see above)' % lost)
+        return errors.EXIT_OPS_FAILED
     if 'thresholds' in result and not aborted:
         # With --fail-if the thresholds alone judge the run.
         failed = [v for v in result['thresholds'] if not v['held']]

@@ -19,6 +19,7 @@ import json
 import sys
 
 from gloaddriver import errors
+from gloaddriver.measure import outages
 from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats, syscalls, timeline
 
@@ -98,10 +99,29 @@ def merge(results):
                 order.append(p['name'])
             by_name[p['name']].append(p)
     phases = [_merge_phase(name, by_name[name]) for name in order]
-    return {'manifest': dict(results[0]['manifest'], merged_from=len(results),
-                             shards=[r['manifest'].get('shard') for r in results]),
-            'phases': phases, 'aborted': [r.get('aborted') for r in results if r.get('aborted')]
-            or None, 'parts': [r['manifest'] for r in results]}
+    out = {'manifest': dict(results[0]['manifest'], merged_from=len(results),
+                            shards=[r['manifest'].get('shard') for r in results]),
+           'phases': phases, 'aborted': [r.get('aborted') for r in results if r.get('aborted')]
+           or None, 'parts': [r['manifest'] for r in results]}
+    verified = [r['verify'] for r in results if r.get('verify')]
+    if verified:
+        out['verify'] = _merge_verify(verified)
+    return out
+
+
+def _merge_verify(parts):
+    """Each part read back its own keys: the counts add up."""
+    out = {'examples': {}, 'notes': ['each process read back the keys it wrote']}
+    for v in parts:
+        for k, n in v.items():
+            if isinstance(n, (int, float)) and not isinstance(n, bool):
+                out[k] = out.get(k, 0) + n
+        for k, keys in v.get('examples', {}).items():
+            out['examples'][k] = (out['examples'].get(k, []) + keys)[:5]
+    errs = [v['error'] for v in parts if v.get('error')]
+    if errs:
+        out['error'] = errs[0]
+    return out
 
 
 def _merge_counts(parts):
@@ -143,6 +163,8 @@ def _merge_phase(name, parts):
         res.update(_merge_open_loop(parts, total['seconds']))
     if all(p.get('timeline') for p in parts):
         res['timeline'] = timeline.merge_concurrent([p['timeline'] for p in parts])
+    if any('outages' in p for p in parts):
+        res['outages'] = outages.merge_concurrent([p.get('outages') or [] for p in parts])
     # One server seen by every part: any part's samples are the server's.
     metrics = [p['server_metrics'] for p in parts if p.get('server_metrics')]
     if metrics:

@@ -90,9 +90,10 @@ def _legend(series, styles, y):
 
 
 def line_chart(kind, title, series, x_label, y_label, log_y=False, x_axis=None, dashed=(),
-               phase=None, x_min=None):
+               phase=None, x_min=None, bands=(), marks=()):
     """series: [(label, [(x, y), ...])]; a y of None breaks the line. x_min: where the
-    x axis starts at the latest (0 for time).
+    x axis starts at the latest (0 for time). bands: [(x0, x1, label)] shaded behind
+    the lines (outages); marks: [(x, label)] as vertical dashed lines (faults).
 
     x_axis: optional (transform, [(tick value, label)]) for a non-linear x
     (the percentile spectrum).
@@ -139,6 +140,17 @@ def line_chart(kind, title, series, x_label, y_label, log_y=False, x_axis=None, 
                % ((LEFT + WIDTH - RIGHT) // 2, HEIGHT - BOTTOM + 32, esc(x_label)))
     out.append(u'<text class="axis" transform="translate(14 %d) rotate(-90)" '
                u'text-anchor="middle">%s</text>' % ((TOP + HEIGHT - BOTTOM) // 2, esc(y_label)))
+    for x0, x1, label in bands:
+        left, right = sx(max(x0, xlo)), sx(min(x1, xhi))
+        out.append(u'<rect class="band" data-label="%s" x="%.1f" y="%d" width="%.1f" '
+                   u'height="%d" fill="#d32f2f" fill-opacity="0.12"><title>%s</title></rect>'
+                   % (esc(label), left, TOP, max(right - left, 1.0), HEIGHT - BOTTOM - TOP,
+                      esc(label)))
+    for x, label in marks:
+        if xlo <= x <= xhi:
+            out.append(u'<line class="mark" data-label="%s" x1="%.1f" x2="%.1f" y1="%d" y2="%d" '
+                       u'stroke="#555" stroke-dasharray="3 3"><title>%s</title></line>'
+                       % (esc(label), sx(x), sx(x), TOP, HEIGHT - BOTTOM, esc(label)))
     styles = []
     for i, (label, pts) in enumerate(series):
         color = PALETTE[i % len(PALETTE)]

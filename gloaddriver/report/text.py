@@ -107,8 +107,61 @@ def table(result):
                             r['late_after_ms'], _n(r['dropped'])))
         for note in p.get('notes', ()):   # what the backend says of its phase
             lines.append('%s: %s' % (p['name'], note))
+        lines.extend(outage_lines(p))
+    if result.get('faults'):
+        lines.append('faults injected: ' + ', '.join(fault_text(f) for f in result['faults']))
+    if result.get('verify'):
+        lines.extend(verify_lines(result['verify']))
     if result.get('aborted'):
         lines.append('ABORTED: %s' % result['aborted'])
+    return lines
+
+
+def fault_text(f):
+    text = '%s at %.2f s' % (f['action'], f['t'])
+    if f.get('duration') is not None:
+        text += ' for %g s' % f['duration']
+    if f.get('took', 0) >= 0.05:
+        text += ' (took %.2f s)' % f['took']
+    if f.get('error'):
+        text += ' FAILED: %s' % f['error']
+    return text
+
+
+def outage_lines(phase):
+    """A line per outage of a phase: when, how long, what it cost, how it ended."""
+    out = []
+    for o in phase.get('outages') or ():
+        if o['open']:
+            when = 'from %.2f s, STILL DOWN when the phase ended (%.2f s so far)' % (
+                o['start'], o['duration'])
+        else:
+            when = '%.2f-%.2f s (%.2f s)' % (o['start'], o['end'], o['duration'])
+        text = '%s: OUTAGE %s: %s failed, %s timed out' % (
+            phase['name'], when, _n(o['failed']), _n(o['timed_out']))
+        if o.get('reconnects') is not None:
+            text += ', %d reconnect%s' % (o['reconnects'], '' if o['reconnects'] == 1 else 's')
+        if o.get('recovery') is not None:
+            text += ', first success %.2f s after the server returned' % o['recovery']
+        out.append(text + '; first error: %s' % o['first_error'])
+    for f in phase.get('faults') or ():
+        out.append('%s: fault %s' % (phase['name'], fault_text(f)))
+    return out
+
+
+def verify_lines(v):
+    """What --verify found, a line per outcome that matters."""
+    if v.get('error'):
+        return ['verify: NOT DONE: %s' % v['error']]
+    lines = ['verify: %s keys read back: %s intact, %s acknowledged_lost, %s '
+             'unacknowledged_applied, %s corrupt, %s unexpected'
+             % (_n(v['checked']), _n(v['intact']), _n(v['acknowledged_lost']),
+                _n(v['unacknowledged_applied']), _n(v['corrupt']), _n(v['unexpected']))]
+    if v['acknowledged_lost']:
+        lines.append('verify: ACKNOWLEDGED WRITES LOST, e.g. keys %s'
+                     % ', '.join(str(k) for k in v['examples']['acknowledged_lost']))
+    for note in v.get('notes', ()):
+        lines.append('verify: %s' % note)
     return lines
 
 

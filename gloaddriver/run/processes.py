@@ -26,7 +26,7 @@ START_ENV = 'GLOADDRIVER_START_BARRIER'
 READY = 'gloaddriver: ready to start'
 # Flags the parent handles itself, with whether they take a value.
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
-                 '--fail-if': True, '--csv': True, '--prometheus-port': True,
+                 '--fail-if': True, '--csv': True, '--prometheus-port': True, '--fault': True,
                  '--html': True, '--interval': True, '--rate': True, '--spawn-init': True}
 
 
@@ -65,9 +65,10 @@ def _split(total, n, i):
     return total // n + (1 if i < total % n else 0)
 
 
-def _run_children(children, interrupted):
+def _run_children(children, interrupted, on_go=None):
     """Start barrier, go, and the children's results: (parts, exit codes, stderr lines).
-    After an interrupt, a child that wrote no result is left out, not an error."""
+    After an interrupt, a child that wrote no result is left out, not an error.
+    ``on_go`` is called as the children are told to start (the --fault schedule)."""
     for p, _path in children:   # the start barrier
         seen = []
         while True:
@@ -84,6 +85,8 @@ def _run_children(children, interrupted):
         if p.poll() is None:
             p.stdin.write(b'go\n')
             p.stdin.flush()
+    if on_go is not None:
+        on_go()
     parts, codes, messages = [], [], []
     for p, path in children:
         _out, err = p.communicate()
@@ -109,7 +112,7 @@ def run(config, argv, out=None):
                                  'run one shard per host with --processes 1')
     kind.with_processes(config)
     n = load.processes
-    server = None
+    server = injector = None
     tmp = tempfile.mkdtemp(prefix='gloaddriver-processes-')
     children = []
     try:
@@ -125,6 +128,9 @@ def run(config, argv, out=None):
             base += extra
             env.update(extra_env)
             env['GLOADDRIVER_PASSWORD'] = server.password
+            if config.target.faults:
+                from gloaddriver.run.faults import Injector
+                injector = Injector(config.target.faults, server)
         for i in range(n):
             path = os.path.join(tmp, '%d.json' % i)
             args = base + ['--shard', '%d/%d' % (i, n), '--ops', str(_split(load.ops, n, i)),
@@ -151,7 +157,8 @@ def run(config, argv, out=None):
                 if p.poll() is None:
                     p.send_signal(signal.SIGINT)
         with Interrupts(interrupt):
-            parts, codes, messages = _run_children(children, interrupted)
+            parts, codes, messages = _run_children(
+                children, interrupted, injector.begin if injector is not None else None)
         if not parts:
             raise KeyboardInterrupt()   # interrupted before any child had measured
         merged = results.merge(parts)
@@ -163,6 +170,8 @@ def run(config, argv, out=None):
             merged['manifest']['server'] = dict(parts[0]['manifest']['server'],
                                                 **server.settings())
         merged['processes'] = parts
+        if injector is not None:
+            merged['faults'] = injector.describe()
         output.write(merged, config.output.json, config.output.html, out, notes=[
             '%d processes, merged: rates add up, percentiles from the summed histograms' % n],
             fail_if=config.output.fail_if, csv_prefix=config.output.csv)
@@ -172,6 +181,8 @@ def run(config, argv, out=None):
             return output.exit_code(merged)
         return max(codes)
     finally:
+        if injector is not None:
+            injector.end()
         for p, _path in children:
             if p.poll() is None:
                 p.kill()

@@ -17,6 +17,9 @@ from gloaddriver import errors
 from gloaddriver._compat import clock, spawn_named
 from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats, syscalls
+from gloaddriver.measure.ledger import Ledger
+from gloaddriver.measure.outages import OutageWatch
+from gloaddriver.run import verify
 from gloaddriver.measure.server_metrics import Poller
 from gloaddriver.measure.timeline import Timeline
 from gloaddriver.workload import keys as keygen
@@ -25,12 +28,14 @@ UNLIMITED = sys.maxsize
 
 
 class Budget(object):
-    """Ops left in a phase; setting ``left`` to 0 stops every worker."""
-    __slots__ = ('left', 'reason')
+    """Ops left in a phase; setting ``left`` to 0 stops every worker. ``watch`` is the
+    phase's OutageWatch, which the error path tells of each failure."""
+    __slots__ = ('left', 'reason', 'watch')
 
-    def __init__(self, left):
+    def __init__(self, left, watch=None):
         self.left = left
         self.reason = None
+        self.watch = watch
 
     def stop(self, reason):
         self.left = 0
@@ -40,6 +45,8 @@ class Budget(object):
 
 def _failed(budget, st, exc):
     """The error path of one op (kept out of the hot loop)."""
+    if budget.watch is not None:
+        budget.watch.failed(exc)
     st.error(exc)
     if isinstance(exc, errors.GaveUp):
         budget.stop(str(exc))
@@ -161,10 +168,11 @@ class Run(object):
     """The phases of one run through one backend (gloaddriver.backends.base.Backend)."""
 
     def __init__(self, config, backend, counter, progress_out=None, profiler=None,
-                 server_metrics=None, live=None):
+                 server_metrics=None, live=None, faults=None):
         self.load = config.load
         self.output = config.output
         self.outage_limit = config.limits.outage_limit
+        self.timeout = config.limits.timeout
         self.user = None
         if config.load.workload_file:
             from gloaddriver.workload import userfile
@@ -175,14 +183,20 @@ class Run(object):
         self.server_metrics = server_metrics
         # Live metrics out (report.live): each interval's row goes there as it closes.
         self.live = live
+        self.faults = faults     # run.faults.Injector of --fault, or None
+        # --verify: what the server acknowledged per key, and what reading it back found.
+        self.ledger = Ledger() if config.load.verify else None
+        self.verified = None
         self.perf = syscalls.PerfControl()
         self.progress_out = progress_out if progress_out is not None else sys.stderr
         self.phases = []
         self.aborted = None
         self._budget = None      # the phase (or warmup) running now
+        self._watch = None       # the OutageWatch of the phase running now
         # Keys known to exist after a time-bounded insert phase, which grows the key
         # space with the run instead of wrapping around --keys; None: --keys.
         self.key_count = None
+        self.key_first = 0
 
     # -- phases ---------------------------------------------------------------
 
@@ -194,10 +208,16 @@ class Run(object):
     def execute(self):
         if self.load.warmup > 0:
             self._warmup()
+        if self.faults is not None:
+            self.faults.begin(self.server_returned)
         for index, spec in enumerate(self.load.phases):
             self.phases.append(self._run_phase(index, spec))
             if self.aborted:
                 break
+        if self.ledger is not None and self.aborted != errors.INTERRUPTED:
+            if self.faults is not None:
+                self.faults.wait()     # read back once the server is as the schedule left it
+            self.verified = verify.read_back(self.ledger, self.backend)
         try:
             self._hook('teardown')
         except errors.SetupError as e:   # the phases ran: report them, and say this
@@ -255,7 +275,7 @@ class Run(object):
             lo, hi = i * cfg.keys // n, (i + 1) * cfg.keys // n
             size = max(hi - lo, 1)
         if self.key_count is not None:
-            size = max(self.key_count, 1)
+            return self.key_first, max(self.key_count, 1)
         return lo, size
 
     def _time_bounded_insert(self, spec):
@@ -275,7 +295,10 @@ class Run(object):
                 start = cfg.keys + (cfg.shard[0] << 40 if cfg.shard else 0)
                 shared['insert'] = keygen.sequential(UNLIMITED, start)
             elif self._time_bounded_insert(spec):
-                shared['insert'] = keygen.sequential(UNLIMITED, lo)
+                # Growing without bound: each shard from a range of its own, 2**40 apart,
+                # or one shard's keys would run into the next one's.
+                shared['insert'] = keygen.sequential(
+                    UNLIMITED, cfg.shard[0] << 40 if cfg.shard else 0)
             else:
                 shared['insert'] = keygen.sequential(size, lo)
         if op == 'insert':
@@ -311,6 +334,7 @@ class Run(object):
         else:
             limit = cfg.ops or UNLIMITED
         budget = self._budget = Budget(limit)
+        self._live_t = -1.0      # t of the last timeline row sent live
         shared = {}
         workers = []
         self.backend.phase_started()
@@ -320,6 +344,9 @@ class Run(object):
         self.perf.enable()
         window = shape.Window(self.counter, self.backend.io_counts).open()
         timeline = Timeline(ops, self.counter, window.t0, window.sys0)
+        budget.watch = self._watch = OutageWatch(
+            ops, window.t0, self.timeout, self.backend.reconnects,
+            self._say_outage(spec.name, window.t0) if self.output.progress > 0 else None)
         if self.profiler is not None:
             self.profiler.start(spec.name)
         schedule = None
@@ -334,6 +361,8 @@ class Run(object):
                 by_name = dict((st.name, st) for st in ops)
                 fns = dict((k, _checksummed(f, by_name[k])) for k, f in fns.items()
                            if k in by_name)
+            if self.ledger is not None:
+                fns = self.ledger.track(fns, definite=verify.definite)
             if schedule is not None:
                 workers.append(spawn_named('worker-%d' % w, _run_open, budget,
                                            self._picker(spec, ops, fns, w, shared), schedule,
@@ -358,10 +387,18 @@ class Run(object):
             self.profiler.stop()
         window.close()
         self.perf.disable()
+        outages = budget.watch.finish(window.t1)
+        self._watch = None
         ticker.kill()
         if timer is not None:
             timer.kill()
         rows = timeline.finish(window.t1, window.sys1)   # drains the last latencies
+        if self.live is not None:
+            # The last, partial interval (and one the ticker closed but was stopped
+            # before sending) go out too.
+            for row in rows:
+                if row['t'] > self._live_t:
+                    self.live.interval(spec.name, row, ops, None)
         for st in ops:
             st.check()
         if budget.reason not in (None, 'duration'):
@@ -374,6 +411,9 @@ class Run(object):
                                 (cfg.rate, cfg.arrival, cfg.latency_limit) if cfg.rate else None,
                                 excluded)
         result['timeline'] = rows
+        result['outages'] = outages
+        if self.faults is not None:
+            result['faults'] = self.faults.in_window(window.t0, window.t1)
         result['keys'] = self._keys_covered(spec, shared, lo, size)
         if window.sys0 is not None:
             result['syscalls']['self_reads'] = self.counter.self_reads(window.sys0, window.sys1)
@@ -390,6 +430,17 @@ class Run(object):
             result['profile'] = self.profiler.save(spec.name)
         return result
 
+    def server_returned(self, when):
+        """An injected fault brought the server back at clock time ``when``."""
+        if self._watch is not None:
+            self._watch.server_returned(when)
+
+    def _say_outage(self, name, t0):
+        def say(text):
+            self.progress_out.write('%7.1fs %-7s %s\n' % (clock() - t0, name, text))
+            self.progress_out.flush()
+        return say
+
     def _keys_covered(self, spec, shared, lo, size):
         """The key range a phase worked on, {'first', 'count'}; a time-bounded insert
         phase also sets the key space of the phases after it."""
@@ -397,7 +448,7 @@ class Run(object):
         if inserts is not None and len(spec.weights) == 1:
             made = inserts.issued[0]
             if self._time_bounded_insert(spec):
-                self.key_count = made
+                self.key_count, self.key_first = made, inserts.start
             else:
                 made = min(made, size)
             return {'first': inserts.start, 'count': made}
@@ -455,14 +506,16 @@ class Run(object):
                     server_line = metrics.describe(d)
             if self.live is not None:
                 self.live.interval(name, row, ops, d if poller is not None else None)
+                self._live_t = row['t']
             if out.progress > 0:
                 n = row['attempted']
                 sys_op = ('%.2f' % (row['syscalls'] / n)) if (row['syscalls'] is not None and n) else '-'
                 p99 = row['latency_us']['p99'] or 0
+                down = ' | OUTAGE' if budget.watch is not None and budget.watch.active else ''
                 self.progress_out.write(
-                    '%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s%s\n'
+                    '%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s%s%s\n'
                     % (row['t'], name, '{:,}'.format(int(n / row['seconds'])) if row['seconds'] > 0
-                       else '-', '{:,}'.format(p99), row['errors'], sys_op, server_line))
+                       else '-', '{:,}'.format(p99), row['errors'], sys_op, server_line, down))
                 self.progress_out.flush()
 
 

@@ -10,6 +10,7 @@ from gloaddriver.measure import manifest
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.report import live as live_out
 from gloaddriver.report import output
+from gloaddriver.run.faults import Injector
 from gloaddriver.run.interrupts import Interrupts
 from gloaddriver.run.runner import Run
 
@@ -26,7 +27,7 @@ def _metrics(backend, server):
 
 def run(config, out=None):
     kind = backends.get(config.backend)
-    server = backend = counter = metrics = live = None
+    server = backend = counter = metrics = live = injector = None
     try:
         settings = {'kind': kind.name, 'spawned': False}
         if config.target.spawn:
@@ -42,30 +43,39 @@ def run(config, out=None):
         if prof.callgrind or prof.pstats:
             from gloaddriver.measure.profiler import Profiler
             profiler = Profiler(prof.callgrind, prof.pstats, prof.clock, prof.profiler)
-        phases, aborted = backend.run_phases(), None
+        phases, aborted, verified = backend.run_phases(), None, None
         if phases is None:
             metrics = _metrics(backend, server)
             live = live_out.open(config)
+            if config.target.faults:
+                injector = Injector(config.target.faults, server)
             the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics,
-                          live=live)
+                          live=live, faults=injector)
             the_run.setup()
             from gloaddriver.run.processes import wait_for_start
             wait_for_start(config.load.start_at)   # begin together with the others
             with Interrupts(the_run.interrupt):
                 phases = the_run.execute()
             aborted = the_run.aborted
+            verified = the_run.verified
         result = {
             'manifest': manifest.build(config, kind, backend, settings, counter,
                                        profiler.describe() if profiler is not None else None),
             'phases': phases,
             'aborted': aborted,
         }
+        if injector is not None:
+            result['faults'] = injector.describe()
+        if verified is not None:
+            result['verify'] = verified
         output.write(result, config.output.json, config.output.html, out,
                      fail_if=config.output.fail_if, csv_prefix=config.output.csv)
         return output.exit_code(result)
     except (errors.GloadError, KeyboardInterrupt) as e:
         return errors.report_error(e)
     finally:
+        if injector is not None:
+            injector.end()
         if live is not None:
             live.close()
         if metrics is not None:

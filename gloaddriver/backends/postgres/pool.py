@@ -16,6 +16,8 @@ pool notices.
 """
 from __future__ import absolute_import, division, print_function
 
+import weakref
+
 import gevent
 import psycopg2
 import psycopg2.extensions
@@ -31,7 +33,8 @@ _POLL_OK = psycopg2.extensions.POLL_OK
 _POLL_READ = psycopg2.extensions.POLL_READ
 _POLL_WRITE = psycopg2.extensions.POLL_WRITE
 
-# fd -> (read watcher, write watcher); entries go when the pool drops a connection.
+# fd -> (read watcher, write watcher, weakref to the connection); entries go when the
+# pool drops a connection.
 _watchers = {}
 
 
@@ -39,9 +42,14 @@ def _cached_wait(conn, timeout=None):
     hub = get_hub()
     fd = conn.fileno()
     pair = _watchers.get(fd)
-    if pair is None:
+    if pair is None or pair[2]() is not conn:
+        # New, or left by a connection closed without forget() whose fd number this one
+        # reuses: epoll dropped the old fd at its close, so that watcher would never fire.
+        if pair is not None:
+            pair[0].close()
+            pair[1].close()
         loop = hub.loop
-        pair = _watchers[fd] = (loop.io(fd, 1), loop.io(fd, 2))
+        pair = _watchers[fd] = (loop.io(fd, 1), loop.io(fd, 2), weakref.ref(conn))
     while True:
         state = conn.poll()
         if state == _POLL_OK:
@@ -77,8 +85,8 @@ def forget(fd):
     """Drop the cached watchers of a connection (by its fd) that is going away."""
     pair = _watchers.pop(fd, None)
     if pair is not None:
-        for w in pair:
-            w.close()
+        pair[0].close()
+        pair[1].close()
 
 
 class Pooled(object):
@@ -220,7 +228,8 @@ class Pool(object):
                     if clock() + delay > deadline:
                         raise
                     gevent.sleep(delay)
-                    delay = min(delay * 2, 1.0)
+                    # Capped low, so a server that comes back is found within 0.25 s.
+                    delay = min(delay * 2, 0.25)
         except BaseException:
             self.created -= 1
             raise
@@ -266,4 +275,7 @@ def translate(exc, item, password):
         item.broken = True
         return errors.NetworkError(scrub(exc, password) or exc.__class__.__name__)
     message = (getattr(exc, 'pgerror', None) or str(exc)).strip().splitlines()
-    return errors.ServerError(pgcode, message[0] if message else pgcode)
+    # Class 08 (connection exception) and 57P (admin/crash shutdown, cannot connect
+    # now): the server is going or not yet back, an outage rather than an answer.
+    return errors.ServerError(pgcode, message[0] if message else pgcode,
+                              pgcode[:2] == '08' or pgcode[:3] == '57P')

@@ -32,6 +32,16 @@ def postgres_bindir():
     return os.path.dirname(path) if path else None
 
 
+def _connect(dsn, seconds=5):
+    """psycopg2.connect bounded in time, green or not: libpq's connect_timeout does
+    nothing once a wait callback is installed (a server started again during a run with
+    --fault)."""
+    import gevent
+    import psycopg2
+    with gevent.Timeout(seconds, psycopg2.OperationalError('no answer within %d s' % seconds)):
+        return psycopg2.connect(dsn, connect_timeout=seconds)
+
+
 class PostgresServer(Server):
     """A private PostgreSQL cluster: initdb in a temp dir, free port, password auth.
 
@@ -130,7 +140,7 @@ class PostgresServer(Server):
             self.host, self.port, self.user, self.password)
         while True:
             try:
-                conn = psycopg2.connect(admin, connect_timeout=5)
+                conn = _connect(admin)
                 break
             except psycopg2.OperationalError as e:
                 if time.time() > deadline or self.proc.poll() is not None:
@@ -145,7 +155,7 @@ class PostgresServer(Server):
                 cur.execute('CREATE DATABASE %s' % self.database)
         finally:
             conn.close()
-        conn = psycopg2.connect(self.dsn, connect_timeout=5)
+        conn = _connect(self.dsn)
         try:
             conn.autocommit = True
             conn.cursor().execute('CREATE EXTENSION IF NOT EXISTS hstore')

@@ -359,6 +359,51 @@ class PostgresBackend(base.Backend):
     def io_counts(self):
         return None
 
+    def verify_reader(self):
+        """--verify for kv: the keys read back a thousand at a time (id = ANY), on a
+        connection of its own, each value matched against what each write leaves."""
+        if self.opts.workload != 'kv':
+            return None
+        from gloaddriver.measure import ledger
+        deadline = clock() + self.config.limits.outage_limit
+        while True:
+            try:
+                item = self.pool.connect(setup=False)
+                break
+            except errors.NotConnected:
+                if clock() > deadline:
+                    raise
+                gevent.sleep(0.25)
+        sql = 'SELECT id, value FROM %s WHERE id = ANY(%%s)' % self.opts.table
+        values, nv = self.values, len(self.values)
+        states = ((0, ledger.INSERTED), (1, ledger.UPDATED), (2, ledger.RMW))
+
+        def state(key, value):
+            if value is None:
+                return ledger.GONE
+            for shift, code in states:
+                if value == values[(key + shift) % nv]:
+                    return code
+            return ledger.CORRUPT
+
+        def read(keys):
+            out = []
+            for i in range(0, len(keys), 1000):
+                part = keys[i:i + 1000]
+                item.cur.execute(sql, (part,))
+                got = dict(item.cur.fetchall())
+                out.extend(state(k, got.get(k)) for k in part)
+            return out
+
+        def close():
+            pgpool.forget(item.fd)
+            item.conn.close()
+        read.close = close
+        return read
+
+    def reconnects(self):
+        return self.pool.connects   # made during an outage: each one a reconnect
+
     def phase_started(self):
         self.monitor.start()
 

@@ -8,7 +8,11 @@ result rows (empty = the key was not there). The buffered connector shares
 """
 from __future__ import absolute_import, division, print_function
 
+import gevent
+import gevent.pool
+
 from gloaddriver import errors, workload
+from gloaddriver._compat import clock
 from gloaddriver.backends import base
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import requests
@@ -48,6 +52,29 @@ class TarantoolBackend(base.Backend):
         from gloaddriver.backends.tarantool import metrics
         c = self.config
         return metrics.sampler(c.opts, c.target, c.limits, pid)
+
+    def verify_reader(self):
+        """--verify through a buffered connection of its own: a select by primary key per
+        key, many in flight at once, each tuple matched against what each write leaves."""
+        if self.config.opts.request is not None or self.config.load.workload_file:
+            return None
+        c = self.config
+        conn = _connect_when_up(lambda: Connection(
+            c.opts.host, c.opts.port, c.target.user, c.target.password, timeout=c.limits.timeout,
+            connect_timeout=c.limits.connect_timeout, name='verify').connect(),
+            c.limits.outage_limit)
+        space_id = check_space(conn, c.opts.space)
+        pk, state = Layout.read(conn, space_id).reader(self.values)
+        select = conn.select
+        pool = gevent.pool.Pool(100)
+
+        def one(key):
+            return state(key, select(space_id, pk(key)))
+
+        def read(keys):
+            return pool.map(one, keys)
+        read.close = conn.close
+        return read
 
     def open(self):
         try:
@@ -128,6 +155,9 @@ class BufferedBackend(TarantoolBackend):
                 total[k] = total.get(k, 0) + v
         return total
 
+    def reconnects(self):
+        return sum(conn.reconnects for conn in self.conns)
+
     def server_version(self):
         return self.conns[0].server_version if self.conns else None
 
@@ -135,6 +165,19 @@ class BufferedBackend(TarantoolBackend):
         for conn in self.conns:
             conn.close()
         self.conns = []
+
+
+def _connect_when_up(connect, patience):
+    """connect(), tried again every 0.25 s for up to ``patience`` seconds while the server
+    is down (a read-back right after an injected restart)."""
+    deadline = clock() + patience
+    while True:
+        try:
+            return connect()
+        except errors.ConnectError:
+            if clock() > deadline:
+                raise
+            gevent.sleep(0.25)
 
 
 def check_space(conn, space):

@@ -110,14 +110,49 @@ class Layout(object):
             _KEY_VALUE[t] if i in self.covered else _value(t, 0)
             for i, (_name, t) in enumerate(self.fields))
 
-    def update(self, shift):
+    def _target(self):
+        """(field, type) that update writes: the first text field no index covers, else
+        the first field no index covers, else None."""
         free = [(i, t) for i, (_n, t) in enumerate(self.fields) if i not in self.covered]
         text = [(i, t) for i, t in free if t in ('string', 'any', 'scalar')]
-        target = (text or free or [None])[0]
+        return (text or free or [None])[0]
+
+    def update(self, shift):
+        target = self._target()
         if target is None:
             return '[]'
         i, t = target
         return "[[u'=', %d, %s]]" % (i, _value(t, shift))
+
+    def written(self, shift):
+        """The whole tuple as the write with ``shift`` leaves it (0 insert, 1 update,
+        2 read-modify-write)."""
+        target = self._target()
+        at = target[0] if target is not None else None
+        return '[%s]' % ', '.join(
+            _KEY_VALUE[t] if i in self.covered else _value(t, shift if i == at else 0)
+            for i, (_name, t) in enumerate(self.fields))
+
+    def reader(self, values):
+        """(pk(key), state(key, rows)) for --verify: the primary key of a key, and the
+        ledger state a select by it found (which write's tuple is there, if any)."""
+        from gloaddriver.measure import ledger
+        lines = ['def make(values, binary, nv):',
+                 '    def pk(key):',
+                 '        return %s' % self.key(self.primary),
+                 '    def state(key, rows):',
+                 '        if not rows:',
+                 '            return %d' % ledger.GONE,
+                 '        row = list(rows[0])']
+        for shift, code in ((0, ledger.INSERTED), (1, ledger.UPDATED), (2, ledger.RMW)):
+            lines.append('        if row == %s:' % self.written(shift))
+            lines.append('            return %d' % code)
+        lines.append('        return %d' % ledger.CORRUPT)
+        lines.append('    return pk, state')
+        namespace = {}
+        exec(compile('\n'.join(lines) + '\n', '<reader of space %s>' % self.space_id, 'exec'),
+             namespace)
+        return namespace['make'](values, [v.encode('utf-8') for v in values], len(values))
 
 
 def _parts(raw):

@@ -222,12 +222,18 @@ class Encoder(object):
         buf += payload
 
 
+# Box errors that mean the instance cannot serve yet (a restart still recovering): an
+# outage, not an answer: ER_LOADING.
+OUTAGE_CODES = frozenset((116,))
+
+
 def server_error(code, body):
     """Build the ServerError for an error reply (code has ERROR_FLAG set)."""
     message = body.get(ERROR_24) if isinstance(body, dict) else None
     if not isinstance(message, type(u'')):
         message = u'%r' % (message,)
-    return errors.ServerError(code & 0x7fff, message)
+    code &= 0x7fff
+    return errors.ServerError(code, message, code in OUTAGE_CODES)
 
 
 class ResponseReader(object):

@@ -16,6 +16,7 @@ from tarantool import error as tnt_error
 from gloaddriver import errors, workload
 from gloaddriver._compat import PY2
 from gloaddriver.backends import base
+from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import requests
 from gloaddriver.backends.tarantool.buffered import TarantoolBackend
 from gloaddriver.backends.tarantool.layout import Layout
@@ -29,7 +30,7 @@ def _translate(exc):
     if isinstance(exc, tnt_error.DatabaseError):
         args = exc.args
         if len(args) >= 2 and isinstance(args[0], int):
-            return errors.ServerError(args[0], args[1])
+            return errors.ServerError(args[0], args[1], args[0] in P.OUTAGE_CODES)
         return errors.ServerError('unknown', str(exc))
     if isinstance(exc, socket.timeout):
         return errors.RequestTimeout(str(exc) or 'socket timeout')

@@ -1,0 +1,203 @@
+"""Outage events: when the server could not serve, for how long, and what it cost.
+
+An outage opens on the error path, never on the hot path: the first op that fails
+with an outage-class error (``errors.OpError.outage``: lost connection, timeout, a
+server shutting down or still starting) while none is open starts a watcher
+greenlet. The watcher looks every POLL seconds at the phase's success count and the
+backend's reconnect count:
+
+* an op that succeeds within CONFIRM of the first error means the server was serving
+  (one slow op under load, one bad connection of several): no outage is recorded;
+* otherwise the outage lasts until the first op that succeeds after it, and the
+  watcher notes when the backend reconnected (the server's return, as the client
+  first saw it; a fault this driver injected gives the true time instead).
+
+Its start is when the server stopped answering as best the client can tell: the
+error's time for a lost connection, the failed request's start for a timeout (the
+request went out when the server still looked alive and got no answer).
+
+Each event: ``start`` and ``end`` (seconds into the phase; ``end`` None while
+still open when the phase ended), ``duration``, ``failed`` and ``timed_out`` (ops
+that ended so while it lasted), ``reconnects``, ``returned`` (when the server came
+back, if known) and ``recovery`` (from then to the first success), ``first_error``.
+"""
+from __future__ import absolute_import, division, print_function
+
+import gevent
+
+from gloaddriver._compat import clock, spawn_named
+
+POLL = 0.02        # seconds between the watcher's looks: the precision of start/end
+CONFIRM = 0.05     # a success this soon after the first error: no outage
+
+
+def _ok(ops):
+    return sum(st.ok for st in ops)
+
+
+def _bad(ops):
+    return (sum(st.failed_total for st in ops), sum(st.timed_out for st in ops))
+
+
+class _Open(object):
+    __slots__ = ('start', 'first_error_at', 'first_error', 'ok0', 'failed0', 'timed0',
+                 'reconnects0', 'returned', 'confirmed')
+
+
+class OutageWatch(object):
+    """The outages of one phase. ``failed(exc)`` from the error path; ``finish(now)``
+    at the phase's end returns the events (JSON-ready)."""
+
+    def __init__(self, ops, t0, timeout, reconnects=None, say=None):
+        self._ops = ops
+        self._t0 = t0
+        self._timeout = timeout
+        self._reconnects = reconnects or (lambda: None)
+        self._say = say
+        self._open = None
+        self._greenlet = None
+        self._returns = []     # clock times an injected fault brought the server back
+        self.events = []
+
+    @property
+    def active(self):
+        """An outage is open and confirmed (for the progress line)."""
+        return self._open is not None and self._open.confirmed
+
+    def failed(self, exc):
+        """Called before the op's error is counted; cheap when an outage is open."""
+        if self._open is not None or not getattr(exc, 'outage', False):
+            return
+        now = clock()
+        o = self._open = _Open()
+        # A timeout is raised one request timeout after the request went out.
+        o.start = now - self._timeout if getattr(exc, 'kind', None) == 'timeout' else now
+        o.first_error_at = now
+        o.first_error = '%s: %s' % (getattr(exc, 'kind', 'error'), str(exc)[:200])
+        o.ok0 = _ok(self._ops)
+        o.failed0, o.timed0 = _bad(self._ops)
+        o.reconnects0 = self._reconnects()
+        o.returned = None
+        o.confirmed = False
+        self._greenlet = spawn_named('outage-watch', self._watch)
+
+    def server_returned(self, when):
+        """A fault this driver injected brought the server back at clock time ``when``."""
+        self._returns.append(when)
+
+    def _watch(self):
+        o = self._open
+        while True:
+            gevent.sleep(POLL)
+            now = clock()
+            if _ok(self._ops) > o.ok0:
+                if o.confirmed:
+                    self._close(now)
+                else:
+                    self._open = None     # it was serving all along
+                return
+            if not o.confirmed and now - o.first_error_at >= CONFIRM:
+                o.confirmed = True
+                if self._say is not None:
+                    self._say('outage: no op succeeds since %.2f s (%s)'
+                              % (o.start - self._t0, o.first_error))
+            if o.returned is None and o.reconnects0 is not None:
+                r = self._reconnects()
+                if r is not None and r > o.reconnects0:
+                    o.returned = now
+
+    def _close(self, end):
+        o = self._open
+        self._open = None
+        event = self._event(o, end)
+        self.events.append(event)
+        if self._say is not None:
+            back = '' if event['recovery'] is None else \
+                ', first success %.2f s after the server returned' % event['recovery']
+            self._say('outage over after %.2f s: %d failed, %d timed out, %d reconnect%s%s'
+                      % (event['duration'], event['failed'], event['timed_out'],
+                         event['reconnects'] or 0, '' if event['reconnects'] == 1 else 's',
+                         back))
+
+    def _event(self, o, end):
+        failed, timed = _bad(self._ops)
+        returned = o.returned
+        injected = [t for t in self._returns if o.start <= t <= (end if end is not None
+                                                                 else clock())]
+        if injected:
+            returned = injected[-1]      # the fault's own time beats the client's guess
+        r = self._reconnects()
+        t0 = self._t0
+        return {
+            'start': round(o.start - t0, 3),
+            'end': round(end - t0, 3) if end is not None else None,
+            'duration': round((end if end is not None else clock()) - o.start, 3),
+            'open': end is None,
+            'failed': failed - o.failed0,
+            'timed_out': timed - o.timed0,
+            'reconnects': (r - o.reconnects0) if (r is not None and o.reconnects0 is not None)
+            else None,
+            'returned': round(returned - t0, 3) if returned is not None else None,
+            'recovery': round(end - returned, 3) if (end is not None and returned is not None)
+            else None,
+            'first_error': o.first_error,
+        }
+
+    def finish(self, now):
+        """The phase ended at clock time ``now``: an outage still open is reported open
+        (its duration up to ``now``); one never confirmed is dropped."""
+        if self._greenlet is not None:
+            self._greenlet.kill()
+            self._greenlet = None
+        o, self._open = self._open, None
+        if o is not None and (o.confirmed or now - o.first_error_at >= CONFIRM):
+            if _ok(self._ops) > o.ok0:
+                # Succeeded after it, between the watcher's last look and the end.
+                self.events.append(self._event(o, now))
+            else:
+                event = self._event(o, None)
+                event['duration'] = round(now - o.start, 3)
+                self.events.append(event)
+        return self.events
+
+
+def summary(events):
+    """One line of a phase's outages for the report, or ''."""
+    if not events:
+        return ''
+    parts = []
+    for e in events:
+        if e['open']:
+            parts.append('from %.2f s, still down at the end (%.2f s)' % (e['start'], e['duration']))
+        else:
+            parts.append('%.2f-%.2f s (%.2f s)' % (e['start'], e['end'], e['duration']))
+    return '%d outage%s: %s' % (len(events), '' if len(events) == 1 else 's', '; '.join(parts))
+
+
+def merge_concurrent(lists):
+    """One list of outages from processes or shards that ran side by side against one
+    server: events that overlap in time are one outage seen by several of them (its
+    span the union, its counts the sum, its recovery the slowest)."""
+    events = sorted((e for events in lists for e in events), key=lambda e: e['start'])
+    out = []
+    for e in events:
+        last = out[-1] if out else None
+        last_end = None if last is None else (last['end'] if last['end'] is not None
+                                              else last['start'] + last['duration'])
+        if last is None or e['start'] > last_end:
+            out.append(dict(e))
+            continue
+        e_end = e['end'] if e['end'] is not None else e['start'] + e['duration']
+        end = max(last_end, e_end)
+        last['open'] = last['open'] or e['open']
+        last['end'] = None if last['open'] else round(end, 3)
+        last['duration'] = round(end - last['start'], 3)
+        for k in ('failed', 'timed_out', 'reconnects'):
+            if last.get(k) is not None or e.get(k) is not None:
+                last[k] = (last.get(k) or 0) + (e.get(k) or 0)
+        if e.get('returned') is not None:
+            last['returned'] = min(x for x in (last.get('returned'), e['returned'])
+                                   if x is not None)
+        rec = [x for x in (last.get('recovery'), e.get('recovery')) if x is not None]
+        last['recovery'] = max(rec) if rec else None
+    return out

@@ -1,0 +1,69 @@
+"""--verify: after the phases, read back every key the run wrote and judge it.
+
+The run's writes were recorded in a ``measure.ledger.Ledger`` as they were
+acknowledged or failed; here the backend's reader (``Backend.verify_reader``) says
+what each key holds now, and the ledger says what that means (its OUTCOMES).
+The result goes into the run's JSON as ``verify``; an acknowledged write lost makes
+the exit code 1.
+"""
+from __future__ import absolute_import, division, print_function
+
+from gloaddriver import errors
+from gloaddriver._compat import clock
+from gloaddriver.measure.ledger import OUTCOMES
+
+BATCH = 5000        # keys per read: bounded memory whatever the run wrote
+EXAMPLES = 5
+
+
+def definite(exc):
+    """A failure that surely wrote nothing: the server answered with a plain error."""
+    return isinstance(exc, errors.ServerError) and not exc.outage
+
+
+def read_back(ledger, backend):
+    """The verify block of the result (see README, "Outages and durability")."""
+    started = clock()
+    out = dict((name, 0) for name in OUTCOMES)
+    out.update(checked=0, examples=dict((name, []) for name in OUTCOMES if name != 'intact'),
+               ledger_bytes=ledger.memory_bytes(), notes=[])
+    try:
+        read = backend.verify_reader()
+    except errors.GloadError as e:
+        out['error'] = 'cannot read the keys back: %s' % e
+        return out
+    if read is None:
+        out['error'] = ('this workload writes what the driver cannot predict (--call, --sql, '
+                        '--eval, a workload file, a script, a relational table); --verify '
+                        'checks the built-in ops')
+        return out
+    try:
+        batch = []
+        for key in ledger.keys():
+            batch.append(key)
+            if len(batch) >= BATCH:
+                _judge(ledger, batch, read(batch), out)
+                batch = []
+        if batch:
+            _judge(ledger, batch, read(batch), out)
+    except errors.OpError as e:
+        out['error'] = 'reading the keys back failed after %d keys: %s' % (out['checked'], e)
+    finally:
+        read.close()
+    out['seconds'] = round(clock() - started, 3)
+    out['notes'].append('%s keys written by the run read back in %.1f s; the record of what was '
+                        'acknowledged took %.1f MB' % ('{:,}'.format(out['checked']),
+                                                       out['seconds'],
+                                                       out['ledger_bytes'] / 1e6))
+    return out
+
+
+def _judge(ledger, keys, found, out):
+    outcome, examples = ledger.outcome, out['examples']
+    for key, state in zip(keys, found):
+        o = outcome(key, state)
+        out[o] += 1
+        if o != 'intact' and len(examples[o]) < EXAMPLES:
+            examples[o].append(key)
+    out['checked'] += len(keys)
+
