@@ -294,6 +294,8 @@ def main():
     ap.add_argument('--pg-extra', default='', help='more gloaddriver flags for PostgreSQL runs')
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
+    for k in ('python', 'python27', 'peers311', 'peers27'):   # the adapters run elsewhere
+        setattr(args, k, os.path.abspath(getattr(args, k)))
     args.extra = args.extra.split()
     args.pg_extra = args.pg_extra.split()
     out = out_path(args.out, 'peers')

@@ -18,7 +18,7 @@ def test_select_returns_exactly_what_insert_and_update_wrote(tarantool, space):
         values = workload.values(1536)
         ops = make_ops(conn, sid, values)
         for k in range(300):
-            assert ops['insert'](k) == [[k, values[k % 100]]]
+            assert list(ops['insert'](k)) == [[k, values[k % 100]]]
         for k in range(300):
             (row,) = ops['select'](k)
             assert row == [k, values[k % 100]] and isinstance(row[1], type(u''))
@@ -26,8 +26,8 @@ def test_select_returns_exactly_what_insert_and_update_wrote(tarantool, space):
             ops['update'](k)
         for k in range(300):
             expect = values[(k + 1) % 100] if k % 3 == 0 else values[k % 100]
-            assert ops['select'](k) == [[k, expect]]
-        assert ops['delete'](7) == [[7, values[7]]]
+            assert list(ops['select'](k)) == [[k, expect]]
+        assert list(ops['delete'](7)) == [[7, values[7]]]
         assert ops['select'](7) == [] and ops['delete'](7) == []
     finally:
         conn.close()
@@ -42,8 +42,8 @@ def _check_scan_and_rmw(ops, values):
         assert [r[0] for r in rows] == list(range(k, k + n)), k
     lengths = set(workload.scan_length(k) for k in range(300))
     assert min(lengths) == 1 and max(lengths) == workload.MAX_SCAN
-    assert list(ops['rmw'](5)[0]) == [5, values[7]]
-    assert list(ops['select'](5)[0]) == [5, values[7]]
+    assert list(list(ops['rmw'](5))[0]) == [5, values[7]]
+    assert list(list(ops['select'](5))[0]) == [5, values[7]]
     assert not ops['rmw'](100000) and not ops['select'](100000)
 
 
@@ -153,6 +153,40 @@ def test_many_greenlets_share_one_socket_in_batches(tarantool, space):
         assert conn.select(sid, [], limit=10 ** 6, iterator=2).__len__() == n * per
     finally:
         conn.close()
+
+
+def _sends_per_request(conn, sid, greenlets, per, first=0):
+    ops = make_ops(conn, sid, workload.values(1536))
+
+    def work(i):
+        for j in range(per):
+            ops['insert'](first + i * per + j)
+    before = conn.stats()
+    gevent.joinall([gevent.spawn(work, i) for i in range(greenlets)], raise_error=True)
+    after = conn.stats()
+    return (after['sends'] - before['sends']) / (after['requests'] - before['requests'])
+
+
+def test_small_batches_go_out_in_one_send_large_ones_overlap(tarantool, space):
+    from gloaddriver.backends.tarantool.connection import OVERLAP_MIN, Connection
+    overlap = connect(tarantool)
+    plain = Connection(tarantool.host, tarantool.port, tarantool.user, tarantool.password,
+                       overlap=False).connect()
+    try:
+        sid = overlap.space_id(space)
+        # 10 greenlets: a chunk holds at most 10 replies, under OVERLAP_MIN, so each
+        # batch is one send (a mid-chunk flush would make it two: 0.2 sends per op).
+        assert 10 < OVERLAP_MIN
+        small = _sends_per_request(overlap, sid, 10, 300)
+        assert small <= 0.11, small
+        # 100 greenlets: chunks of OVERLAP_MIN replies or more get their mid-chunk
+        # flush: more sends than without overlap, still many requests per send.
+        with_overlap = _sends_per_request(overlap, sid, 100, 50, 10000)
+        without = _sends_per_request(plain, sid, 100, 50, 20000)
+        assert without < with_overlap < 0.1, (without, with_overlap)
+    finally:
+        overlap.close()
+        plain.close()
 
 
 def test_backpressure_bounds_requests_in_flight(tarantool, space):
@@ -265,7 +299,7 @@ def test_sync_baseline_and_buffered_read_each_others_values(tarantool, space):
             sync_ops['insert'](k)
             buf_ops['insert'](k + 1)
         for k in range(100):
-            assert buf_ops['select'](k) == [[k, values[k % 100]]]
+            assert list(buf_ops['select'](k)) == [[k, values[k % 100]]]
             assert list(sync_ops['select'](k)) == [[k, values[k % 100]]]
         with pytest.raises(errors.ServerError) as e:
             sync_ops['insert'](0)

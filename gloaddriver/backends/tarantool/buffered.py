@@ -37,7 +37,7 @@ def make_ops(conn, space_id, values, space_name=None, layout=None):
     layout = layout or Layout.classic(space_id)
     if space_name is not None:
         return make_layout_ops(layout, 'method', values, space_name, methods=conn)
-    return make_layout_ops(layout, 'request', values, space_id, request=conn.request,
+    return make_layout_ops(layout, 'request', values, space_id, request=conn.rows_request,
                            encoder=conn.encoder)
 
 

@@ -3,14 +3,21 @@
 How a request travels (README, "The buffered connector", says why):
 
 * the caller encodes its frame straight into the shared outgoing bytearray,
-  parks on a ``Waiter`` keyed by its sync id and, if the writer is idle,
-  schedules it once;
-* the writer greenlet swaps the whole buffer out and sends it with one
-  ``send``. No timer is needed for batching: every caller woken in one loop
-  pass appends its next request before the writer's turn comes, so one send
-  carries the whole batch (self-clocking);
-* the reader greenlet ``recv_into``s a large reusable buffer, feeds it to the
-  protocol parser and wakes each waiter by sync id from the hub.
+  parks on a ``Waiter`` keyed by its sync id and, if no flush is pending,
+  schedules one hub callback;
+* that callback sends the whole buffer with one ``send``. No timer is needed
+  for batching: every caller woken in one loop pass appends its next request
+  before the hub runs its callbacks, so one send carries the whole batch
+  (self-clocking);
+* an io watcher's callback, run by the hub, ``recv_into``s a large reusable
+  buffer, cuts it into replies and switches to each waiting caller in turn.
+  No reader or writer greenlet: a switch to one per chunk and per batch would
+  cost more than the callbacks, and a woken caller runs at once instead of
+  after a hub callback queued for it;
+* a reply's body is handed over undecoded (``protocol.Rows``, a bytes object):
+  the public methods decode it, the built-in ops only decode it when asked
+  (``--checksum`` iterates it), so a 1.5 KB text value never becomes a 6 KB
+  UCS4 unicode object on 2.7 unless something reads it.
 
 Failure rules: every wait is bounded (request timeout, connect timeout); when
 the socket dies EVERY pending waiter fails at once with a NetworkError, the
@@ -29,6 +36,7 @@ import gevent
 from gevent import socket as gsocket
 from gevent.event import Event
 from gevent.hub import Waiter, get_hub
+import msgpack
 
 from gloaddriver import errors
 from gloaddriver.backends.tarantool import protocol as P
@@ -72,7 +80,8 @@ class Connection(object):
         self._sync = 0
         self._waiters = {}
         self._out = bytearray()
-        self._writer_waiter = None
+        self._flush_pending = False
+        self._io = None             # (read watcher, write watcher, send) of the live socket
         self._room_waiters = []
         self._greenlets = []
         self._space_ids = {}
@@ -157,10 +166,22 @@ class Connection(object):
         self._greenlets = [g for g in self._greenlets if not g.dead]
         self._sock = sock
         self._out = bytearray()
-        self._writer_waiter = None
+        self._flush_pending = False
+        raw = _raw(sock)
+        loop = self._hub.loop
+        reader = loop.io(raw.fileno(), 1)
+        writer = loop.io(raw.fileno(), 2)
+        self._io = (reader, writer, raw.send)
+        reader.start(self._reader(sock, raw))
         self._up.set()
-        self._greenlets.append(spawn_named(self.name + '-reader', self._read_loop, sock))
-        self._greenlets.append(spawn_named(self.name + '-writer', self._write_loop, sock))
+
+    def _stop_io(self):
+        """Stop the socket's watchers: before it closes, never after (libev would
+        watch a closed, perhaps reused, descriptor)."""
+        io, self._io = self._io, None
+        if io is not None:
+            io[0].close()
+            io[1].close()
 
     def close(self):
         """Close for good: pending requests fail, background greenlets stop."""
@@ -217,12 +238,28 @@ class Connection(object):
         encode(self._out, sync, *args)
         w = self._waiters[sync] = Waiter(self._hub)
         self.requests += 1
-        ww = self._writer_waiter
-        if ww is not None:
-            # First request since the writer went idle: schedule it once; it
-            # runs after every greenlet woken in this loop pass has appended.
-            self._writer_waiter = None
-            self._callback(ww.switch, None)
+        if not self._flush_pending:
+            # First request since the last flush: one hub callback sends them
+            # all, after every caller woken in this loop pass has appended.
+            self._flush_pending = True
+            self._callback(self._flush)
+        r = _await_reply(w)
+        # A body (protocol.Rows) is decoded here, in the caller, and only for the
+        # public methods; an empty result comes as an empty list.
+        return r if r.__class__ is list else r.data()
+
+    def rows_request(self, encode, *args):
+        """``request``, but the reply's rows stay undecoded: a ``protocol.Rows`` (true,
+        decoded when iterated) or an empty list (a miss). The built-in ops' path."""
+        if self._sock is None or len(self._waiters) >= self.max_pending:
+            self._wait_ready()
+        self._sync = sync = self._sync + 1
+        encode(self._out, sync, *args)
+        w = self._waiters[sync] = Waiter(self._hub)
+        self.requests += 1
+        if not self._flush_pending:
+            self._flush_pending = True
+            self._callback(self._flush)
         return _await_reply(w)
 
     def _space(self, space):
@@ -307,110 +344,163 @@ class Connection(object):
 
     # -- background greenlets ---------------------------------------------------
 
-    def _write_loop(self, sock):
-        hub = self._hub
-        send, wait_writable = _raw_io(sock, 'send', '_write_event')
-        while self._sock is sock:
-            data = self._out
-            if not data:
-                w = self._writer_waiter = Waiter(hub)
-                w.get()
-                continue
-            self._out = bytearray()
-            try:
-                # send(), not sendall(): gevent's sendall adds a getsockopt
-                # syscall per call; a batch normally goes out in one send.
-                while data:
-                    try:
-                        sent = send(data)
-                    except _stdsocket.error as e:
-                        if e.args[0] not in _WOULD_BLOCK:
-                            raise
-                        wait_writable()
-                        continue
-                    self.sends += 1
-                    data = memoryview(data)[sent:] if sent < len(data) else None
-            except (_stdsocket.error, OSError) as e:
-                self._lost(sock, errors.NetworkError(
+    def _flush(self):
+        """Send everything appended since the last flush: a hub callback (scheduled
+        by the first request after a flush) or, for overlap, called by the reader
+        in the middle of a chunk."""
+        io = self._io
+        data = self._out
+        if io is None or not data:
+            self._flush_pending = False
+            return
+        if io[1].active:
+            return   # the socket is full: the write watcher sends when it drains
+        self._out = bytearray()
+        try:
+            # send(), not sendall(): gevent's sendall adds a getsockopt syscall
+            # per call; a batch normally goes out in one send.
+            sent = io[2](data)
+        except (_stdsocket.error, OSError) as e:
+            if e.args and e.args[0] in _WOULD_BLOCK:
+                sent = 0
+            else:
+                self._flush_pending = False
+                return self._lost(self._sock, errors.NetworkError(
                     'connection to %s lost while sending: %s' % (self.address, _reason(e))))
-                return
+        if sent:
+            self.sends += 1
+        if sent < len(data):
+            # The kernel's buffer is full: keep the rest in front of what came since,
+            # and send when the socket is writable again. No new flush is scheduled
+            # meanwhile (_flush_pending stays set).
+            self._out[:0] = memoryview(data)[sent:]
+            io[1].start(self._writable)
+            return
+        self._flush_pending = False
 
-    def _read_loop(self, sock):
+    def _writable(self):
+        io = self._io
+        if io is not None:
+            io[1].stop()
+            self._flush()
+
+    def _reader(self, sock, raw):
+        """The read watcher's callback for ``sock``: runs in the hub.
+
+        Reads what is there, cuts it into replies (length, header, then the body
+        kept as bytes: protocol.Rows), and switches to each waiting caller in
+        turn; each runs until it parks again, usually after appending its next
+        request. A read that fills the buffer is followed by another at once;
+        otherwise libev calls again when there is more.
+        """
         buf = bytearray(self.read_buffer)
         view = memoryview(buf)
-        parser = P.ResponseReader()
-        feed = parser.feed
-        responses = parser.responses
-        waiters = self._waiters
+        size = len(buf)
+        unpacker = P.new_unpacker()
+        feed, unpack, tell, read_bytes = (unpacker.feed, unpacker.unpack, unpacker.tell,
+                                          unpacker.read_bytes)
+        recv_into = raw.recv_into
         callback = self._callback
         overlap = self.overlap
-        recv_into, wait_readable = _raw_io(sock, 'recv_into', '_read_event')
-        size = len(buf)
-        n = size
-        while self._sock is sock:
-            try:
-                if n < size:
-                    # The last read did not fill the buffer, so the socket is
-                    # drained: wait for readability instead of paying for a
-                    # recv that would only say EAGAIN.
-                    wait_readable()
-                n = recv_into(buf)
-            except (_stdsocket.error, OSError) as e:
-                if e.args and e.args[0] in _WOULD_BLOCK:
-                    n = -1   # nothing there yet: wait, then read again
-                    continue
-                return self._lost(sock, errors.NetworkError(
-                    'connection to %s lost while reading: %s' % (self.address, _reason(e))))
-            if not n:
-                return self._lost(sock, errors.NetworkError(
-                    'Tarantool at %s closed the connection' % self.address))
-            self.recvs += 1
-            feed(view[:n])
-            try:
-                replies = responses()
-                # Flush point at the middle of a large chunk: the writer runs
-                # after the first half of the callers woken, so the server
-                # starts on their next requests while we wake the rest; client
-                # and server overlap instead of taking turns on one batch.
-                flush_at = len(replies) >> 1 if overlap and len(replies) >= 8 else -1
-                wake = []
-                for sync, code, body in replies:
+        Rows = P.Rows
+        empty_bodies = P.EMPTY_BODIES
+        empty_max = P.EMPTY_BODY_MAX
+        OutOfData = msgpack.OutOfData
+        # The parser's place across chunks: [what comes next (0 a length, 1 a header,
+        # 2 the rest of a body), bytes of the frame still to come, header, body so far].
+        state = [0, 0, None, None]
+
+        def on_readable():
+            waiters = self._waiters
+            while self._sock is sock:
+                try:
+                    n = recv_into(buf)
+                except (_stdsocket.error, OSError) as e:
+                    if e.args and e.args[0] in _WOULD_BLOCK:
+                        return
+                    return self._lost(sock, errors.NetworkError(
+                        'connection to %s lost while reading: %s' % (self.address, _reason(e))))
+                if not n:
+                    return self._lost(sock, errors.NetworkError(
+                        'Tarantool at %s closed the connection' % self.address))
+                self.recvs += 1
+                feed(view[:n])
+                replies = []
+                st, left, header, part = state
+                try:
+                    while True:
+                        if st == 0:
+                            left = unpack()
+                            if left.__class__ is not int:
+                                raise P.ProtocolError('reply length prefix is not an integer: '
+                                                      '%r' % (left,))
+                            st = 1
+                        if st == 1:
+                            t0 = tell()
+                            header = unpack()
+                            if header.__class__ is not dict or P.SYNC not in header:
+                                raise P.ProtocolError('reply header is not an IPROTO map: %r'
+                                                      % (header,))
+                            left -= tell() - t0
+                            part = None
+                            st = 2
+                        body = read_bytes(left)
+                        if len(body) < left:
+                            # The body goes on in the next chunk.
+                            part = body if part is None else part + body
+                            left -= len(body)
+                            break
+                        if part is not None:
+                            body = part + body
+                        replies.append((header, body))
+                        st = 0
+                except OutOfData:
+                    pass
+                except P.ProtocolError as e:
+                    return self._lost(sock, e)
+                except Exception as e:
+                    # Whatever broke the parser, the stream can no longer be
+                    # trusted: fail every waiter now rather than leave them to
+                    # time out one by one.
+                    return self._lost(sock, P.ProtocolError(
+                        'cannot parse the reply stream from %s: %s: %s'
+                        % (self.address, e.__class__.__name__, e)))
+                state[:] = st, left, header, part
+                # Overlap: in a large chunk, send the first half's next requests
+                # while the second half is still being woken, so the server works
+                # while the client does. Small chunks (under OVERLAP_MIN replies)
+                # get one send: there the extra send costs more than it overlaps.
+                count = len(replies)
+                flush_at = count >> 1 if overlap and count >= OVERLAP_MIN else -1
+                i = 0
+                for header, body in replies:
+                    i += 1
+                    sync = header[P.SYNC]
                     waiter = waiters.pop(sync, None)
                     if waiter is None:
                         self.late += 1
                         continue
+                    code = header[P.REQUEST_TYPE]
                     if code == P.OK:
-                        # Rows; an SQL or prepare reply without rows gives its body.
-                        wake.append((waiter.switch, body.get(P.DATA, body)))
+                        # The length first: hashing a 1.5 KB body costs more than it.
+                        waiter.switch([] if len(body) <= empty_max and body in empty_bodies
+                                      else Rows(body))
                     elif code == P.CHUNK:
                         self.pushes += 1
                         waiters[sync] = waiter
                         continue
                     else:
-                        wake.append((waiter.throw, P.server_error(code, body)))
-                    if len(wake) == flush_at:
-                        # One hub callback wakes the whole half (cheaper than
-                        # one callback per reply), then the writer's turn.
-                        callback(_wake, wake)
-                        wake = []
-                        ww = self._writer_waiter
-                        if ww is not None:
-                            self._writer_waiter = None
-                            callback(ww.switch, None)
-                if wake:
-                    callback(_wake, wake)
-                self.responses += len(replies)
-            except P.ProtocolError as e:
-                return self._lost(sock, e)
-            except Exception as e:
-                # Whatever broke the parser, the stream can no longer be
-                # trusted: fail every waiter now rather than leave them to
-                # time out one by one.
-                return self._lost(sock, P.ProtocolError(
-                    'cannot parse the reply stream from %s: %s: %s'
-                    % (self.address, e.__class__.__name__, e)))
-            if self._room_waiters and len(waiters) < self.max_pending:
-                self._wake_room()
+                        waiter.throw(P.server_error(code, P.decode_body(body)))
+                    if self._sock is not sock:
+                        return   # a woken caller closed the connection
+                    if i == flush_at:
+                        self._flush()
+                self.responses += count
+                if self._room_waiters and len(waiters) < self.max_pending:
+                    self._wake_room()
+                if n < size:
+                    return
+        return on_readable
 
     def _wake_room(self):
         room, self._room_waiters = self._room_waiters, []
@@ -453,6 +543,7 @@ class Connection(object):
         self._sock = None
         self._up.clear()
         self.last_error = str(exc)
+        self._stop_io()
         try:
             sock.close()
         except Exception:
@@ -464,10 +555,6 @@ class Connection(object):
         message = str(exc)
         for w in pending.values():
             self._callback(w.throw, exc.__class__(message))
-        ww = self._writer_waiter
-        if ww is not None:
-            self._writer_waiter = None
-            self._callback(ww.switch, None)
         self._wake_room()
         if not self._closed and self.reconnect:
             self._down_since = clock()
@@ -511,6 +598,11 @@ class Connection(object):
 
 
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
+# Chunks of fewer replies are woken with no flush in between: at 10 greenlets a
+# chunk holds up to 10 replies and one send per batch is what the hub-driven
+# design makes; from 16 on, the mid-chunk flush pays for its send (README,
+# "Overlap").
+OVERLAP_MIN = 16
 
 
 def _await_reply(waiter):
@@ -522,39 +614,11 @@ def _await_reply(waiter):
     return waiter.get()
 
 
-def _wake(items):
-    """Run in the hub: switch to each parked caller in turn.
-
-    Each switch returns here when that caller parks again. Waiter.switch and
-    Waiter.throw report their own errors to the hub, so one failing caller
-    cannot stop the rest from being woken.
-    """
-    for resume, value in items:
-        resume(value)
-
-
-def _raw_io(sock, method, event):
-    """(io call, wait) on a gevent socket, skipping gevent's Python wrapper.
-
-    gevent's own recv_into/send first try the call, then wait, then retry:
-    every drained read costs an extra EAGAIN syscall and a Python frame. We
-    call the real socket's method and wait on gevent's watcher ourselves.
-    These are gevent internals (the same from 22.10 to 26.x); without them we
-    fall back to the public methods, which are correct, only dearer.
-    """
-    raw = getattr(sock, '_sock', None)
-    watcher = getattr(sock, event, None)
-    wait = getattr(sock, '_wait', None)
-    if raw is None or watcher is None or wait is None or not hasattr(raw, method):
-        return getattr(sock, method), _no_wait
-
-    def _wait_io():
-        wait(watcher)
-    return getattr(raw, method), _wait_io
-
-
-def _no_wait():
-    pass
+def _raw(sock):
+    """The real socket under a gevent socket (its ``_sock``: the same from gevent
+    22.10 to 26.x), whose recv_into and send return EAGAIN instead of switching to
+    the hub: the connection waits on its own watchers, from the hub."""
+    return getattr(sock, '_sock', sock)
 
 
 def _connect_socket(host, port):
