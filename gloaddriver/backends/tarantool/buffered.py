@@ -14,6 +14,7 @@ import gevent.pool
 from gloaddriver import errors, workload
 from gloaddriver._compat import clock
 from gloaddriver.backends import base
+from gloaddriver.backends.tarantool import packed
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import requests
 from gloaddriver.backends.tarantool.connection import Connection
@@ -27,9 +28,10 @@ def make_ops(conn, space_id, values, space_name=None, layout=None):
     (gloaddriver's own (id, value) space when none is given).
 
     ``values[k % 100]`` is inserted for key k and ``values[(k + 1) % 100]`` written
-    by update, so a read can tell which write it sees. Each op goes straight to
-    ``conn.request`` with a bound encoder method: one call less per op than the
-    public methods. With ``space_name`` (--by-name) the ops call the public
+    by update, so a read can tell which write it sees. Insert, select, update and
+    delete send bodies made from pre-packed parts (``packed``) straight to
+    ``conn.rows_frame``, one call per op, and get their rows undecoded
+    (``protocol.Rows``). With ``space_name`` (--by-name) the ops call the public
     methods instead and name the space on every call, as an application would: a
     schema cache that misses (keyed by bytes on py3, say) shows up as schema
     fetches and two requests per op.
@@ -37,8 +39,7 @@ def make_ops(conn, space_id, values, space_name=None, layout=None):
     layout = layout or Layout.classic(space_id)
     if space_name is not None:
         return make_layout_ops(layout, 'method', values, space_name, methods=conn)
-    return make_layout_ops(layout, 'request', values, space_id, request=conn.rows_request,
-                           encoder=conn.encoder)
+    return packed.make_ops(conn, layout, values)
 
 
 class TarantoolBackend(base.Backend):

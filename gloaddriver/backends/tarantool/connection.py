@@ -262,6 +262,23 @@ class Connection(object):
             self._callback(self._flush)
         return _await_reply(w)
 
+    def rows_frame(self, code, body):
+        """``rows_request`` for a body the caller packed itself (packed.py): the
+        built-in ops' path, one Python call per request."""
+        if self._sock is None or len(self._waiters) >= self.max_pending:
+            self._wait_ready()
+        self._sync = sync = self._sync + 1
+        out = self._out
+        out += _pack_head(0xce, _HEAD_AFTER_LEN + len(body), 0x82, P.REQUEST_TYPE, code,
+                          P.SYNC, 0xcf, sync)
+        out += body
+        w = self._waiters[sync] = Waiter(self._hub)
+        self.requests += 1
+        if not self._flush_pending:
+            self._flush_pending = True
+            self._callback(self._flush)
+        return _await_reply(w)
+
     def _space(self, space):
         return space if space.__class__ is int else self.space_id(space)
 
@@ -406,6 +423,7 @@ class Connection(object):
         empty_bodies = P.EMPTY_BODIES
         empty_max = P.EMPTY_BODY_MAX
         OutOfData = msgpack.OutOfData
+        SYNC, REQUEST_TYPE, OK, CHUNK = P.SYNC, P.REQUEST_TYPE, P.OK, P.CHUNK   # locals: per reply
         # The parser's place across chunks: [what comes next (0 a length, 1 a header,
         # 2 the rest of a body), bytes of the frame still to come, header, body so far].
         state = [0, 0, None, None]
@@ -438,7 +456,7 @@ class Connection(object):
                         if st == 1:
                             t0 = tell()
                             header = unpack()
-                            if header.__class__ is not dict or P.SYNC not in header:
+                            if header.__class__ is not dict or SYNC not in header:
                                 raise P.ProtocolError('reply header is not an IPROTO map: %r'
                                                       % (header,))
                             left -= tell() - t0
@@ -475,17 +493,17 @@ class Connection(object):
                 i = 0
                 for header, body in replies:
                     i += 1
-                    sync = header[P.SYNC]
+                    sync = header[SYNC]
                     waiter = waiters.pop(sync, None)
                     if waiter is None:
                         self.late += 1
                         continue
-                    code = header[P.REQUEST_TYPE]
-                    if code == P.OK:
+                    code = header[REQUEST_TYPE]
+                    if code == OK:
                         # The length first: hashing a 1.5 KB body costs more than it.
                         waiter.switch([] if len(body) <= empty_max and body in empty_bodies
                                       else Rows(body))
-                    elif code == P.CHUNK:
+                    elif code == CHUNK:
                         self.pushes += 1
                         waiters[sync] = waiter
                         continue
@@ -598,6 +616,9 @@ class Connection(object):
 
 
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
+# The frame head (length prefix, request type, sync) as protocol.Encoder packs it.
+_pack_head = P._pack_head
+_HEAD_AFTER_LEN = P._HEAD_AFTER_LEN
 # Chunks of fewer replies are woken with no flush in between: at 10 greenlets a
 # chunk holds up to 10 replies and one send per batch is what the hub-driven
 # design makes; from 16 on, the mid-chunk flush pays for its send (README,
