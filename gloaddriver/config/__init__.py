@@ -21,7 +21,7 @@ Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults')
 Load = namedtuple('Load', [
     'greenlets', 'processes', 'phases', 'ops', 'duration', 'warmup', 'keys', 'distribution',
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
-    'workload_file', 'start_at', 'verify'])
+    'workload_file', 'start_at', 'verify', 'stages'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
 Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live')
 # Live metrics out (report.live), or None: where each goes and the names' first element.
@@ -95,6 +95,7 @@ def parse(argv=None, environ=None):
     args = parser.parse_args(argv)
     kind = backends.get(args.backend)
     _foreign_flags(args, kind)
+    stages = _stages(args)
 
     if args.mix and args.phases:
         raise errors.ConfigError('--phases and --mix exclude each other: a mix is one phase')
@@ -102,7 +103,7 @@ def parse(argv=None, environ=None):
         raise errors.ConfigError('--spawn-init goes with --spawn')
     if args.spawn_init and not os.path.isfile(args.spawn_init):
         raise errors.ConfigError('--spawn-init %s: no such file' % args.spawn_init)
-    if args.ops == 0 and args.duration == 0:
+    if args.ops == 0 and args.duration == 0 and stages is None:
         raise errors.ConfigError('--ops 0 needs a --duration, or the phase never ends')
     if args.timeout <= 0:
         raise errors.ConfigError('--timeout must be above 0')
@@ -132,7 +133,7 @@ def parse(argv=None, environ=None):
         checksum=args.checksum, rate=args.rate, arrival=args.arrival or 'constant',
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None,
         shard=_shard(args.shard, environ), workload_file=args.workload_file,
-        start_at=args.start_at, verify=args.verify)
+        start_at=args.start_at, verify=args.verify, stages=stages)
     _check_shard(load.shard, load.keys)
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
@@ -151,6 +152,46 @@ def parse(argv=None, environ=None):
                             clock=args.profile_clock or 'wall',
                             profiler=args.profiler or 'yappi'),
         opts=opts, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+def _stages(args):
+    """--stages, checked against the flags it meets. It changes three defaults: --ops
+    (no limit: the stages end the phase), --greenlets (the highest target of a closed
+    loop) and, for targets in ops/s, --rate (the highest target: the open loop runs
+    as under --rate, on a schedule that follows the stages)."""
+    if args.stages is None:
+        args.greenlets = args.greenlets or 10
+        args.ops = 100000 if args.ops is None else args.ops
+        return None
+    try:
+        stages = types.stages(args.stages)
+    except ValueError as e:
+        raise errors.ConfigError(str(e))
+    total = sum(s.seconds for s in stages.stages)
+    peak = max([stages.start] + [s.target for s in stages.stages])
+    if args.duration:
+        raise errors.ConfigError('--stages and --duration exclude each other: a phase lasts '
+                                 'the sum of the stages (%g s)' % total)
+    if args.rate is not None:
+        raise errors.ConfigError('--stages and --rate exclude each other: for an open loop, '
+                                 'write the targets as rates, e.g. --stages 10s:%g/s,30s:%g/s'
+                                 % (args.rate, args.rate))
+    if args.processes > 1:
+        raise errors.ConfigError('--stages does not split among --processes: run one process, '
+                                 'or one per host with --shard I/N and --start-at')
+    if stages.unit == 'greenlets':
+        if args.greenlets is None:
+            args.greenlets = int(peak)
+        elif args.greenlets < peak:
+            raise errors.ConfigError('--greenlets %d is below the highest --stages target, %d '
+                                     'greenlets: raise it, or leave it out (it is then the '
+                                     'highest target)' % (args.greenlets, peak))
+    else:
+        args.greenlets = args.greenlets or 10
+        args.rate = float(peak)
+    if args.ops is None:
+        args.ops = 0
+    return stages
 
 
 def _faults(text, spawn):

@@ -75,8 +75,9 @@ def build_parser(cls=None):
                         'given), cont, restart (kill and start; after DURATION if given); '
                         'e.g. kill@5s,start@8s or stop@10s:3s. Marked in the timeline')
     g = p.add_argument_group('concurrency')
-    g.add_argument('--greenlets', type=positive_int, default=10, metavar='N',
-                   help='worker greenlets in a closed loop')
+    g.add_argument('--greenlets', type=positive_int, default=None, metavar='N',
+                   help='worker greenlets in a closed loop (default 10; with --stages of '
+                        'greenlets, the highest target)')
     g.add_argument('--processes', type=positive_int, default=1, metavar='P',
                    help='P driver processes (one hub each, disjoint keys, --ops split among '
                         'them), started together; results merged exactly')
@@ -109,11 +110,18 @@ def build_parser(cls=None):
                         'are the ops (see README "Load your own service")')
     g.add_argument('--load', action='store_true',
                    help='before a --mix, insert keys [0, --keys) in a phase named load')
-    g.add_argument('--ops', type=count, default=100000, metavar='N',
-                   help='ops per phase (0 = no limit; then --duration ends a phase)')
+    g.add_argument('--ops', type=count, default=None, metavar='N',
+                   help='ops per phase (default 100000, or no limit with --stages; 0 = no '
+                        'limit; then --duration ends a phase)')
     g.add_argument('--duration', type=seconds, default=0, metavar='SECONDS',
                    help='time limit per phase (0 = none); whichever of --ops/--duration '
                         'comes first ends the phase')
+    g.add_argument('--stages', default=None, metavar='DURATION:TARGET,...',
+                   help='ramp each phase through these stages, each linear from the previous '
+                        'target (the first from 0, or from a leading bare TARGET) to its own: '
+                        'greenlets (10s:10,30s:100,10s:0) or, open loop, ops/s '
+                        '(10s:1000/s,30s:5000/s); the phase lasts their sum (see README '
+                        '"Stages")')
     g.add_argument('--warmup', type=seconds, default=0, metavar='SECONDS',
                    help='unrecorded select load before the first phase')
     g.add_argument('--keys', type=positive_int, default=None, metavar='N',

@@ -99,3 +99,68 @@ def _with_automatic(faults):
             seq.append(Fault('cont', f.at + f.duration, None))
     seq.sort(key=lambda f: f.at)
     return seq
+
+
+# --stages: the load ramps linearly through these, k6 style. ``unit`` says what a target
+# counts: 'greenlets' (closed loop) or 'ops/s' (open loop, targets written N/s).
+Stage = namedtuple('Stage', 'seconds target')
+Stages = namedtuple('Stages', 'unit start stages text')
+
+_STAGES_SYNTAX = ('--stages takes DURATION:TARGET, comma-separated, e.g. 10s:10,30s:100,10s:0 '
+                  '(greenlets) or 10s:1000/s,30s:5000/s (ops/s), optionally after a starting '
+                  'TARGET (default 0)')
+
+
+def _target(text, item):
+    """'10' -> (10, 'greenlets'); '1500/s' -> (1500.0, 'ops/s')."""
+    t = text.strip().lower()
+    rate = t.endswith('/s')
+    if rate:
+        t = t[:-2].strip()
+    try:
+        value = float(t) if rate else int(t)
+    except ValueError:
+        raise ValueError('%s; %r is not %s' % (
+            _STAGES_SYNTAX, item, 'a rate (N/s)' if rate else 'a whole number of greenlets'))
+    if value < 0 or value != value or value == float('inf'):
+        raise ValueError('--stages %s: a target must be a number of 0 or more' % item.strip())
+    return value, 'ops/s' if rate else 'greenlets'
+
+
+def stages(text):
+    """'10s:10,30s:100,10s:0' -> Stages; an optional first item without a duration is
+    the starting target ('5,10s:50' starts at 5). Each stage moves linearly from the
+    previous target to its own over its duration."""
+    items = [part for part in text.split(',')]
+    if not text.strip() or any(not part.strip() for part in items):
+        raise ValueError('%s; got %r' % (_STAGES_SYNTAX, text))
+    start, units = None, set()
+    if ':' not in items[0]:
+        start, unit = _target(items[0], items[0])
+        units.add(unit)
+        items = items[1:]
+    out = []
+    for item in items:
+        length, sep, target = item.partition(':')
+        if not sep or not length.strip() or not target.strip():
+            raise ValueError('%s; got %r' % (_STAGES_SYNTAX, item.strip()))
+        try:
+            seconds = duration(length)
+        except ValueError as e:
+            raise ValueError('--stages %s: %s' % (item.strip(), e))
+        if seconds <= 0:
+            raise ValueError('--stages %s: a stage must last more than 0 s' % item.strip())
+        value, unit = _target(target, item)
+        units.add(unit)
+        out.append(Stage(seconds, value))
+    if not out:
+        raise ValueError('%s; got %r: no stage has a duration' % (_STAGES_SYNTAX, text))
+    if len(units) > 1:
+        raise ValueError('--stages %s: the targets are all greenlets (10) or all rates (1000/s), '
+                         'not both' % text)
+    unit = units.pop()
+    if start is None:
+        start = 0.0 if unit == 'ops/s' else 0
+    if not start and not any(s.target for s in out):
+        raise ValueError('--stages %s: every target is 0, so nothing would run' % text)
+    return Stages(unit, start, tuple(out), text.strip())

@@ -10,7 +10,9 @@ together add up exactly. ``ops_per_sec`` is derived. Two more, only where
 they say something: ``errors_by_kind`` (``{kind: count}``, in a row with
 errors; it sums to ``errors``) and, in a phase of several ops (a mix),
 ``by_op``: ``{op: {attempted, ok, errors}}``, which sums to the row's counts.
-Both are counts, so rows still add up and merge exactly.
+Both are counts, so rows still add up and merge exactly. Under --stages a row
+also has what ``extra(now)`` gives (run.stages: ``target``, ``active``), values as
+of the row's end, which a row of two joined neighbours takes from the later one.
 
 The rows of a phase add up to it: the last row closes at the phase's end, so
 sum(attempted) and sum(ok) equal the phase's attempted and ok.
@@ -28,9 +30,12 @@ from gloaddriver.measure.phase import text
 
 MAX_ROWS = 600
 _COUNTS = ('attempted', 'ok', 'errors')
+_AT_END = ('target', 'active')   # --stages: values as of a row's end, not counts
 
 
 class Timeline(object):
+    extra = None   # now -> {field: value} more for each row (--stages), or None
+
     def __init__(self, ops, counter, t0, sys0):
         self.rows = []
         self._ops = ops
@@ -76,6 +81,8 @@ class Timeline(object):
         if bad != bad_prev:
             row['errors_by_kind'] = self._kinds_since_last()
         _set_latency(row, hist, service)
+        if self.extra is not None:
+            row.update(self.extra(now))
         self._prev = (now, att, bad, snapshot)
         self._append(row)
         return row
@@ -171,7 +178,11 @@ def _combine(rows, t, seconds):
 
 def combine_consecutive(a, b):
     """One row for two neighbouring intervals of one run."""
-    return _combine([a, b], b['t'], round(a['seconds'] + b['seconds'], 4))
+    out = _combine([a, b], b['t'], round(a['seconds'] + b['seconds'], 4))
+    for k in _AT_END:
+        if k in b:
+            out[k] = b[k]
+    return out
 
 
 def merge_concurrent(timelines):

@@ -349,13 +349,21 @@ class Run(object):
             self._say_outage(spec.name, window.t0) if self.output.progress > 0 else None)
         if self.profiler is not None:
             self.profiler.start(spec.name)
+        ramp = None
+        if cfg.stages:
+            # Imported here: a run without --stages never loads it, and keeps the loops above.
+            from gloaddriver.run import stages as staging
+            ramp = staging.Ramp(cfg.stages, budget, ops, window.t0, cfg.greenlets, _failed)
+            timeline.extra = ramp.row_fields
         schedule = None
         if cfg.rate:
             for st in ops:
                 st.open_loop()
-            schedule = Schedule(cfg.rate, cfg.arrival, keygen.make_rng(cfg.seed, spec.name, 'arrivals'),
-                                clock())
+            schedule = (Schedule if ramp is None else ramp.schedule)(
+                cfg.rate, cfg.arrival, keygen.make_rng(cfg.seed, spec.name, 'arrivals'), clock())
         for w in range(cfg.greenlets):
+            run_open, run_single, run_mix = (_run_open, _run_single, _run_mix) if ramp is None \
+                else ramp.loops(w)
             fns = self.worker_ops(w, spec.name)
             if cfg.checksum:
                 by_name = dict((st.name, st) for st in ops)
@@ -364,12 +372,12 @@ class Run(object):
             if self.ledger is not None:
                 fns = self.ledger.track(fns, definite=verify.definite)
             if schedule is not None:
-                workers.append(spawn_named('worker-%d' % w, _run_open, budget,
+                workers.append(spawn_named('worker-%d' % w, run_open, budget,
                                            self._picker(spec, ops, fns, w, shared), schedule,
                                            cfg.latency_limit))
             elif len(ops) == 1:
                 st = ops[0]
-                workers.append(spawn_named('worker-%d' % w, _run_single, budget, st, fns[st.name],
+                workers.append(spawn_named('worker-%d' % w, run_single, budget, st, fns[st.name],
                                            self._key_source(spec, st.name, w, shared)))
             else:
                 table, cumulative, acc = [], [], 0
@@ -378,9 +386,11 @@ class Run(object):
                     cumulative.append(acc)
                     table.append((st, fns[name], self._key_source(spec, name, w, shared)))
                 rng = keygen.make_rng(cfg.seed, spec.name, 'mix', w)
-                workers.append(spawn_named('worker-%d' % w, _run_mix, budget, table, cumulative,
+                workers.append(spawn_named('worker-%d' % w, run_mix, budget, table, cumulative,
                                            rng.random))
         timer = gevent.spawn_later(cfg.duration, budget.stop, 'duration') if cfg.duration else None
+        if ramp is not None:
+            timer = ramp.start()     # it ends the phase when the stages are over
         ticker = spawn_named('ticker', self._tick, spec.name, ops, budget, timeline, intervals)
         gevent.joinall(workers)
         if self.profiler is not None:
@@ -411,6 +421,8 @@ class Run(object):
                                 (cfg.rate, cfg.arrival, cfg.latency_limit) if cfg.rate else None,
                                 excluded)
         result['timeline'] = rows
+        if ramp is not None:
+            result['stages'] = ramp.finish(window.t1, rows)
         result['outages'] = outages
         if self.faults is not None:
             result['faults'] = self.faults.in_window(window.t0, window.t1)
@@ -512,6 +524,10 @@ class Run(object):
                 sys_op = ('%.2f' % (row['syscalls'] / n)) if (row['syscalls'] is not None and n) else '-'
                 p99 = row['latency_us']['p99'] or 0
                 down = ' | OUTAGE' if budget.watch is not None and budget.watch.active else ''
+                if 'target' in row:   # --stages
+                    down = (' | target %d, active %d' % (row['target'], row['active'])
+                            if 'active' in row else ' | target %s ops/s' % '{:,}'.format(
+                                int(row['target']))) + down
                 self.progress_out.write(
                     '%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s%s%s\n'
                     % (row['t'], name, '{:,}'.format(int(n / row['seconds'])) if row['seconds'] > 0

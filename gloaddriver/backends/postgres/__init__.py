@@ -86,6 +86,9 @@ class Postgres(base.Kind):
             if bad or not methods:
                 raise errors.ConfigError('unknown --method %s; use %s or all'
                                          % (','.join(bad) or '(none)', ', '.join(BULK_METHODS)))
+            if args.stages:   # before --rate: rate stages set it
+                raise errors.ConfigError('--stages does not apply to --workload bulk: it '
+                                         'loads its rows by each method as fast as it can')
             if args.rate:
                 raise errors.ConfigError('--rate does not apply to --workload bulk')
         elif args.method is not None or args.rows is not None:
