@@ -276,7 +276,11 @@ class Ramp(object):
                 partial(run_mix, gate=self.gate, w=w, failed=self.failed))
 
     def schedule(self, _rate, arrival, rng, start):
-        """In place of run.runner.Schedule (same arguments; the rate is the plan's)."""
+        """In place of run.runner.Schedule (same arguments; the rate is the plan's). The
+        stages' clock starts with the schedule's: the open loop's stats take some
+        milliseconds to set up after the phase's window opened, and a boundary noted
+        that much early would give a stage's last ops to the next one."""
+        self.t0 = start
         return RampSchedule(self.plan, arrival, rng, start)
 
     def start(self):
