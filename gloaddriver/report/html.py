@@ -1,7 +1,8 @@
 """``--html FILE``: one self-contained page from a result (a run, or a merge).
 
 Per phase: throughput over time (attempted, ok and errors per second, the
-target under --rate), latency percentiles over time, the latency distribution
+target under --rate or --stages), latency percentiles over time, active greenlets
+against their target under --stages of greenlets, the latency distribution
 of each op (a percentile spectrum from its HdrHistogram), syscalls per op by
 name and over time, and what the server reported per interval. Above them, the
 summary table and the manifest.
@@ -56,7 +57,28 @@ def _events(p):
               'outage %.2f s%s' % (o['duration'], ' (still down at the end)' if o['open'] else ''))
              for o in p.get('outages') or ()]
     marks = [(f['t'], report.fault_text(f)) for f in p.get('faults') or ()]
+    stages = p.get('stages') or ()
+    for s in stages[1:]:
+        marks.append((s['start'], 'stage %d from %g s: %g -> %g %s' % (
+            s['stage'], s['start'], s['target_from'], s['target_to'], s['unit'])))
+    if stages:
+        marks.append((stages[-1]['end'], 'end of the stages, %g s' % stages[-1]['end']))
     return {'bands': bands, 'marks': marks}
+
+
+def _stage_target(p):
+    """The --stages target as (t, target) corners of its straight lines, up to the
+    phase's end."""
+    stages = p['stages']
+    end = p.get('seconds') or stages[-1]['end']
+    pts = [(stages[0]['start'], stages[0]['target_from'])]
+    for s in stages:
+        if s['end'] > end:
+            part = max(end - s['start'], 0.0) / (s['end'] - s['start'])
+            pts.append((end, s['target_from'] + (s['target_to'] - s['target_from']) * part))
+            break
+        pts.append((s['end'], s['target_to']))
+    return pts
 
 
 def _phase_charts(p):
@@ -72,11 +94,20 @@ def _phase_charts(p):
     series = [('attempted/s', per_sec('attempted')), ('ok/s', per_sec('ok')),
               ('errors/s', per_sec('errors'))]
     dashed = ()
-    if p.get('rate'):
+    closed_stages = p.get('stages') and p['stages'][0]['unit'] == 'greenlets'
+    if p.get('stages') and not closed_stages:
+        series.append(('target', _stage_target(p)))
+        dashed = ('target',)
+    elif p.get('rate'):
         series.append(('target', [(x, p['rate']['target']) for x in t]))
         dashed = ('target',)
     charts.append(_over_time('throughput', 'Throughput over time', series, 'ops/s',
                              dashed=dashed, phase=name, **events))
+    if closed_stages:
+        charts.append(_over_time('greenlets', 'Active greenlets over time', [
+            ('active', [(r['t'], r.get('active')) for r in rows]),
+            ('target', _stage_target(p))], 'greenlets', dashed=('target',), phase=name,
+            **events))
     lat = []
     for key, label in (('p50', 'p50'), ('p90', 'p90'), ('p99', 'p99'), ('p999', 'p99.9'),
                        ('max', 'max')):
@@ -184,10 +215,13 @@ def _phase_notes(p):
             out.append(u'<p>%s: <code>%s</code></p>' % (esc(kind), esc(text)))
     if p.get('rate'):
         r = p['rate']
-        out.append(u'<p>open loop: target %s ops/s (%s), achieved %s; late %s, dropped %s; '
+        out.append(u'<p>open loop: target %s%s ops/s (%s), achieved %s; late %s, dropped %s; '
                    u'latency from the intended start, service time apart</p>'
-                   % tuple(esc(x) for x in (r['target'], r['arrival'], r['achieved'],
-                                            r['late'], r['dropped'])))
+                   % tuple(esc(x) for x in ('up to ' if p.get('stages') else '', r['target'],
+                                            r['arrival'], r['achieved'], r['late'],
+                                            r['dropped'])))
+    for line in report.stage_lines(p):
+        out.append(u'<p class="stage">%s</p>' % esc(line))
     for note in p.get('notes', ()):
         out.append(u'<p>%s</p>' % esc(note))
     for line in report.outage_lines(p):

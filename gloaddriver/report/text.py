@@ -99,12 +99,15 @@ def table(result):
         r = p.get('rate')
         if r:
             svc = p['service_time_us']
-            lines.append('%s: open loop at %s ops/s (%s arrivals), achieved %s; latencies above '
+            lines.append('%s: open loop %s ops/s (%s arrivals), achieved %s; latencies above '
                          'are from the intended start (coordinated omission corrected); service '
                          'time p50 %s p99 %s p99.9 %s us; %s late (> %.0f ms behind), %s dropped'
-                         % (p['name'], _n(r['target']), r['arrival'], _n(r['achieved']),
+                         % (p['name'], ('through its stages, up to %s' if p.get('stages')
+                                        else 'at %s') % _n(r['target']), r['arrival'],
+                            _n(r['achieved']),
                             _n(svc['p50']), _n(svc['p99']), _n(svc['p999']), _n(r['late']),
                             r['late_after_ms'], _n(r['dropped'])))
+        lines.extend(stage_lines(p))
         for note in p.get('notes', ()):   # what the backend says of its phase
             lines.append('%s: %s' % (p['name'], note))
         lines.extend(outage_lines(p))
@@ -126,6 +129,32 @@ def fault_text(f):
     if f.get('error'):
         text += ' FAILED: %s' % f['error']
     return text
+
+
+def stage_lines(phase):
+    """A line per stage of --stages: its plan, then what it achieved."""
+    out = []
+    for s in phase.get('stages') or ():
+        closed = s['unit'] == 'greenlets'
+        text = '%s: stage %d %5.1f-%.1f s, %s %s->%s: ' % (
+            phase['name'], s['stage'], s['start'], s['end'], s['unit'], _n(s['target_from']),
+            _n(s['target_to']))
+        if not s['seconds']:
+            out.append(text + 'not reached')
+            continue
+        if closed:
+            text += '%s ops, %s ops/s, mean active %.1f greenlets (target %.1f)' % (
+                _n(s['attempted']), _n(s['ops_per_sec']), s.get('mean_active') or 0,
+                s['mean_target'])
+        else:
+            text += '%s ops, achieved %s ops/s (target %s), %s dropped' % (
+                _n(s['attempted']), _n(s['achieved_rate']), _n(s['mean_target']),
+                _n(s['dropped']))
+        text += ', p99 %s us, %s errors' % (_n(s['p99_us']), _n(s['errors']))
+        if s['seconds'] < s['end'] - s['start'] - 0.05:
+            text += ' (the phase ended %.1f s into it)' % s['seconds']
+        out.append(text)
+    return out
 
 
 def outage_lines(phase):
