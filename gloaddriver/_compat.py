@@ -35,7 +35,7 @@ def to_text(value, encoding='utf-8'):
 def spawn_named(name, fn, *args):
     """gevent.spawn with a name, so profiles and tracebacks say what runs.
 
-    Names look like ``worker-7`` or ``tarantool-0-reader``.
+    Names look like ``worker-7`` or ``tarantool-0-sweeper``.
     """
     import gevent
     g = gevent.Greenlet(fn, *args)

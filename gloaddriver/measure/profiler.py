@@ -2,7 +2,7 @@
 
 yappi with its greenlet context backend is the default: time is charged to
 the greenlet that ran it (a worker parked in the hub is not "running"), and
-greenlet names say what each context was (worker-7, tarantool-0-reader...).
+greenlet names say what each context was (worker-7, tarantool-0-sweeper, Hub...).
 Wall clock by default; the cpu clock costs several times more per call, and
 each of its reads is a real clock_gettime syscall, which the report leaves out
 of syscalls/op. GreenletProfiler (2.7 only) is an optional alternative.
