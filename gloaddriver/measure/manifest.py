@@ -94,6 +94,7 @@ def build(config, kind, backend, server_settings, counter, profiler=None):
         'seed': load.seed,
         'ops_per_phase': load.ops,
         'duration_per_phase': load.duration,
+        'stages': load.stages.text if load.stages else None,
         'warmup_seconds': load.warmup,
         'keys': load.keys,
         'distribution': load.distribution,

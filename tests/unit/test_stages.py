@@ -353,6 +353,7 @@ def test_text_and_html_show_the_stages(tmpdir):
     with io.open(str(tmpdir.join('r.json')), encoding='utf-8') as f:
         result = json.load(f)
     (p,) = result['phases']
+    assert result['manifest']['stages'] == '0.3s:4,0.3s:0'
     lines = [l for l in text.table(result) if ': stage ' in l]
     assert len(lines) == 2 and lines[0].startswith('insert: stage 1   0.0-0.3 s, greenlets 0->4')
     assert 'mean active' in lines[0] and 'p99' in lines[0]
