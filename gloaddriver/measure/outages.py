@@ -6,8 +6,10 @@ server shutting down or still starting) while none is open starts a watcher
 greenlet. The watcher looks every POLL seconds at the phase's success count and the
 backend's reconnect count:
 
-* an op that succeeds within CONFIRM of the first error means the server was serving
-  (one slow op under load, one bad connection of several): no outage is recorded;
+* an op that succeeds within CONFIRM of the first error, with no failure beside it,
+  means the server was serving (one slow op under load): no outage is recorded;
+  successes with failures beside them (the connections of a pool lost one by one)
+  move the start to after them;
 * otherwise the outage lasts until the first op that succeeds after it, and the
   watcher notes when the backend reconnected (the server's return, as the client
   first saw it; a fault this driver injected gives the true time instead).
@@ -87,24 +89,35 @@ class OutageWatch(object):
 
     def _watch(self):
         o = self._open
+        ok_seen, bad_seen = o.ok0, sum(_bad(self._ops))
         while True:
             gevent.sleep(POLL)
             now = clock()
-            if _ok(self._ops) > o.ok0:
+            # The reconnect first: it often comes in the same look as the first success.
+            if o.returned is None and o.reconnects0 is not None:
+                r = self._reconnects()
+                if r is not None and r > o.reconnects0:
+                    o.returned = now
+            ok = _ok(self._ops)
+            if ok > ok_seen:
                 if o.confirmed:
                     self._close(now)
-                else:
-                    self._open = None     # it was serving all along
-                return
+                    return
+                bad = sum(_bad(self._ops))
+                if bad == bad_seen:
+                    self._open = None     # serving, and nothing failed since: no outage
+                    return
+                # Successes and failures side by side (one connection of several lost,
+                # the others not yet): an outage, if this becomes one, starts after them.
+                o.ok0 = ok_seen = ok
+                bad_seen = bad
+                o.start = o.first_error_at = now
+                continue
             if not o.confirmed and now - o.first_error_at >= CONFIRM:
                 o.confirmed = True
                 if self._say is not None:
                     self._say('outage: no op succeeds since %.2f s (%s)'
                               % (o.start - self._t0, o.first_error))
-            if o.returned is None and o.reconnects0 is not None:
-                r = self._reconnects()
-                if r is not None and r > o.reconnects0:
-                    o.returned = now
 
     def _close(self, end):
         o = self._open
@@ -121,11 +134,14 @@ class OutageWatch(object):
 
     def _event(self, o, end):
         failed, timed = _bad(self._ops)
-        returned = o.returned
-        injected = [t for t in self._returns if o.start <= t <= (end if end is not None
-                                                                 else clock())]
-        if injected:
-            returned = injected[-1]      # the fault's own time beats the client's guess
+        # The server's return: when an injected fault brought it back, else when the
+        # client reconnected. A fault's start counts until the server is fully ready,
+        # and the client may get in before that: the earlier of the two, then.
+        last = end if end is not None else clock()
+        seen = [t for t in self._returns if o.start <= t <= last]
+        if o.returned is not None:
+            seen.append(o.returned)
+        returned = min(seen) if seen else None
         r = self._reconnects()
         t0 = self._t0
         return {

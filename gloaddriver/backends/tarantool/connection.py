@@ -425,8 +425,10 @@ class Connection(object):
         OutOfData = msgpack.OutOfData
         SYNC, REQUEST_TYPE, OK, CHUNK = P.SYNC, P.REQUEST_TYPE, P.OK, P.CHUNK   # locals: per reply
         # The parser's place across chunks: [what comes next (0 a length, 1 a header,
-        # 2 the rest of a body), bytes of the frame still to come, header, body so far].
-        state = [0, 0, None, None]
+        # 2 the rest of a body), bytes of the frame still to come, header, body so far,
+        # where the header began (tell): a header split across chunks is consumed in
+        # pieces, so its length is measured from where it began, not from the retry].
+        state = [0, 0, None, None, 0]
 
         def on_readable():
             waiters = self._waiters
@@ -444,7 +446,7 @@ class Connection(object):
                 self.recvs += 1
                 feed(view[:n])
                 replies = []
-                st, left, header, part = state
+                st, left, header, part, t0 = state
                 try:
                     while True:
                         if st == 0:
@@ -453,8 +455,8 @@ class Connection(object):
                                 raise P.ProtocolError('reply length prefix is not an integer: '
                                                       '%r' % (left,))
                             st = 1
-                        if st == 1:
                             t0 = tell()
+                        if st == 1:
                             header = unpack()
                             if header.__class__ is not dict or SYNC not in header:
                                 raise P.ProtocolError('reply header is not an IPROTO map: %r'
@@ -483,7 +485,7 @@ class Connection(object):
                     return self._lost(sock, P.ProtocolError(
                         'cannot parse the reply stream from %s: %s: %s'
                         % (self.address, e.__class__.__name__, e)))
-                state[:] = st, left, header, part
+                state[:] = st, left, header, part, t0
                 # Overlap: in a large chunk, send the first half's next requests
                 # while the second half is still being woken, so the server works
                 # while the client does. Small chunks (under OVERLAP_MIN replies)

@@ -264,9 +264,10 @@ class Encoder(object):
         buf += payload
 
 
-# Box errors that mean the instance cannot serve yet (a restart still recovering): an
-# outage, not an answer: ER_LOADING.
-OUTAGE_CODES = frozenset((116,))
+# Box errors that mean the instance cannot serve writes now: an outage, not an answer.
+# ER_LOADING (still recovering), ER_READONLY (read-only, as an instance is while box.cfg
+# recovers after a restart, and a replica always: writes to one are an outage too).
+OUTAGE_CODES = frozenset((116, 7))
 
 
 def server_error(code, body):

@@ -1,0 +1,260 @@
+"""Faults measured end to end: --fault on a spawned server, and network faults from a
+proxy of the tests' own (tests/integration/faultproxy.py) in front of a real server.
+
+Each asserts: no hang (the run ends within a bound), exact accounting, the outage in
+the JSON with its duration within 0.5 s of the fault's real length, the reconnect, and
+with --verify what survived."""
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.integration.conftest import ROOT, assert_accounted, create_space
+from tests.integration.faultproxy import FaultProxy
+
+
+def drive(args, tmpdir, env=None, faults=(), limit=60):
+    """Run the driver; ``faults``: (seconds after its first progress line, fn) called
+    from this thread. Returns (exit code, stderr, result, seconds it took)."""
+    out = str(tmpdir.join('r.json'))
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--json', out, '--progress', '1']
+                         + args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, PYTHONPATH=ROOT, **(env or {})))
+    started = time.time()
+    err = []
+    if faults:
+        # The phase has begun when its first progress line comes.
+        while True:
+            line = p.stderr.readline().decode('utf-8', 'replace')
+            err.append(line)
+            if not line or ' ops/s ' in line:
+                break
+        t0 = time.time() - 1.0
+        for at, fn in faults:
+            time.sleep(max(t0 + at - time.time(), 0))
+            fn()
+    deadline = time.time() + limit
+    while p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    if p.poll() is None:
+        p.kill()
+        pytest.fail('the run hung: %s' % ''.join(err))
+    _o, rest = p.communicate()
+    err = ''.join(err) + rest.decode('utf-8', 'replace')
+    if not os.path.exists(out):
+        pytest.fail('no result (exit %s): %s' % (p.returncode, err[-2000:]))
+    with open(out) as f:
+        res = json.load(f)
+    return p.returncode, err, res, time.time() - started
+
+
+def gaps(phase):
+    times = [0.0] + [r['t'] for r in phase['timeline']]
+    return max(b - a for a, b in zip(times, times[1:]))
+
+
+def fault_length(res, down, up):
+    """Seconds from the ``down`` fault to the server being back after ``up``."""
+    ev = dict((f['action'], f) for f in res['faults'])
+    return ev[up]['t'] + ev[up]['took'] - ev[down]['t']
+
+
+# -- --fault on a spawned server ---------------------------------------------------
+
+@pytest.mark.parametrize('wal', ['write', 'none'])
+def test_kill_and_start_tarantool_tells_wal_modes_apart(wal, tmpdir):
+    rc, err, res, took = drive(['--spawn', '--wal-mode', wal, '--phases', 'insert,update',
+                                '--ops', '0', '--duration', '3', '--greenlets', '20',
+                                '--fault', 'kill@1.5s,start@2.5s', '--verify'], tmpdir)
+    assert 'Traceback' not in err
+    assert_accounted(res)
+    insert = res['phases'][0]
+    assert gaps(insert) <= 1.1, insert['timeline']
+    (o,) = insert['outages']
+    assert abs(o['start'] - 1.5) < 0.3, o
+    assert abs(o['duration'] - fault_length(res, 'kill', 'start')) <= 0.5, (o, res['faults'])
+    assert o['reconnects'] == 1 and not o['open'] and o['recovery'] is not None
+    assert o['failed'] + o['timed_out'] == insert['failed'] + insert['timed_out'] > 0
+    assert 'OUTAGE' in err and 'outage over after' in err
+    v = res['verify']
+    assert v['checked'] == insert['attempted'] and v['corrupt'] == 0 and v['unexpected'] == 0
+    if wal == 'write':
+        assert v['acknowledged_lost'] == 0, v
+        assert rc == 1    # the ops that failed in the outage
+    else:
+        # Nothing was on disk: every insert acknowledged before the kill is gone; a row
+        # of the timeline that ended before the kill holds only such inserts.
+        before = sum(r['ok'] for r in insert['timeline'] if r['t'] <= 1.0)
+        assert before <= v['acknowledged_lost'] <= insert['ok'], (before, v)
+        assert rc == 1 and 'acknowledged writes were lost' in err
+
+
+def test_a_pause_past_the_timeout_is_one_outage_of_its_length(tmpdir):
+    rc, err, res, took = drive(['--spawn', '--phases', 'select', '--ops', '0', '--duration',
+                                '4', '--timeout', '0.5', '--fault', 'stop@1s:2s'], tmpdir)
+    assert 'Traceback' not in err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    assert gaps(phase) <= 1.1
+    (o,) = phase['outages']
+    assert abs(o['duration'] - 2.0) <= 0.5, o
+    assert o['timed_out'] > 0 and o['reconnects'] == 0
+    assert [f['action'] for f in res['faults']] == ['stop', 'cont']
+
+
+def test_the_sync_connector_reports_its_outage_too(tmpdir):
+    rc, err, res, took = drive(['--spawn', '--wal-mode', 'write', '--connector', 'sync',
+                                '--phases', 'insert', '--ops', '0', '--duration', '3',
+                                '--fault', 'restart@1.5s:0.5s', '--verify'], tmpdir)
+    assert 'Traceback' not in err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    (o,) = phase['outages']
+    ev = res['faults'][0]
+    assert abs(o['duration'] - (ev['took'])) <= 0.5, (o, ev)
+    assert o['reconnects'] is None      # tarantool-python reconnects out of sight
+    assert res['verify']['acknowledged_lost'] == 0
+
+
+def test_kill_and_start_postgres_loses_nothing_with_synchronous_commit(tmpdir):
+    rc, err, res, took = drive(['--backend', 'postgres', '--spawn', '--init', '--wal-mode',
+                                'fsync', '--phases', 'insert,update', '--ops', '0',
+                                '--duration', '3', '--fault', 'kill@1.5s,start@2.5s',
+                                '--verify'], tmpdir)
+    assert 'Traceback' not in err
+    assert_accounted(res)
+    insert = res['phases'][0]
+    (o,) = insert['outages']
+    assert abs(o['duration'] - fault_length(res, 'kill', 'start')) <= 0.5, (o, res['faults'])
+    assert o['reconnects'] >= 1 and not o['open']
+    v = res['verify']
+    assert v['acknowledged_lost'] == 0 and v['corrupt'] == 0 and v['checked'] > 0, v
+
+
+def test_a_run_that_ends_while_the_server_is_down_reports_the_open_outage(tmpdir):
+    rc, err, res, took = drive(['--spawn', '--phases', 'select', '--ops', '0', '--duration',
+                                '2.5', '--fault', 'kill@1s'], tmpdir)
+    assert 'Traceback' not in err and rc == 1
+    (phase,) = res['phases']
+    (o,) = phase['outages']
+    # Open until the phase's end: its time was up at 2.5 s, and the ops waiting for the
+    # connection to come back gave up one --timeout after the kill.
+    assert o['open'] and o['end'] is None and abs(o['start'] - 1.0) < 0.3, o
+    assert abs(o['start'] + o['duration'] - phase['seconds']) <= 0.1, (o, phase['seconds'])
+
+
+# -- network faults from a proxy ---------------------------------------------------
+
+@pytest.fixture
+def tarantool_proxy(tarantool):
+    proxy = FaultProxy(tarantool.port)
+    yield tarantool, proxy
+    proxy.close()
+
+
+def tarantool_args(server, proxy, *extra):
+    """Flags for the driver through the proxy, on a fresh space of the shared server."""
+    return (['--uri', proxy.uri, '--user', server.user, '--space', create_space(server)]
+            + list(extra)), {'GLOADDRIVER_PASSWORD': server.password}
+
+
+def _set(proxy, mode):
+    return lambda: setattr(proxy, 'mode', mode)
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+def test_a_server_unreachable_for_a_while_is_one_outage(connector, tarantool_proxy, tmpdir):
+    server, proxy = tarantool_proxy
+    args, env = tarantool_args(server, proxy, '--connector', connector, '--phases', 'select',
+                               '--ops', '0', '--duration', '4', '--timeout', '1')
+    rc, err, res, took = drive(args, tmpdir, env, faults=[(1.5, _set(proxy, 'down')),
+                                                          (3.0, _set(proxy, 'pass'))])
+    assert 'Traceback' not in err and took < 15
+    assert_accounted(res)
+    (phase,) = res['phases']
+    assert gaps(phase) <= 1.1
+    (o,) = phase['outages']
+    assert abs(o['duration'] - 1.5) <= 0.5 and abs(o['start'] - 1.5) <= 0.3, o
+    assert o['failed'] + o['timed_out'] > 0
+    if connector == 'buffered':
+        assert o['reconnects'] >= 1
+
+
+def test_a_silent_connection_times_requests_out_and_recovers(tarantool_proxy, tmpdir):
+    server, proxy = tarantool_proxy
+    args, env = tarantool_args(server, proxy, '--phases', 'select', '--ops', '0',
+                               '--duration', '4', '--timeout', '0.5')
+    rc, err, res, took = drive(args, tmpdir, env, faults=[(1.5, _set(proxy, 'blackhole')),
+                                                          (3.0, _set(proxy, 'pass'))])
+    assert 'Traceback' not in err and took < 15
+    assert_accounted(res)
+    (phase,) = res['phases']
+    (o,) = phase['outages']
+    assert abs(o['duration'] - 1.5) <= 0.5, o
+    assert o['timed_out'] > 0 and o['reconnects'] == 0
+    assert phase['connection']['late'] > 0       # the replies that came after the timeout
+    assert phase['timeline'][-1]['ok'] > 0       # and it goes on
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+def test_a_connection_closed_mid_frame_fails_its_requests_and_reconnects(
+        connector, tarantool_proxy, tmpdir):
+    server, proxy = tarantool_proxy
+    args, env = tarantool_args(server, proxy, '--connector', connector, '--phases', 'select',
+                               '--ops', '0', '--duration', '3')
+    rc, err, res, took = drive(args, tmpdir, env, faults=[(1.5, _set(proxy, 'cut'))])
+    assert 'Traceback' not in err and took < 15
+    assert_accounted(res)
+    (phase,) = res['phases']
+    assert phase['errors'].get('network', 0) >= 1, phase['errors']
+    assert phase['timeline'][-1]['ok'] > 0
+    assert proxy.accepted >= 2        # a new connection after the cut
+    if connector == 'buffered':
+        assert phase['connection']['reconnects'] >= 1
+
+
+def test_replies_a_few_bytes_at_a_time_lose_nothing(tarantool_proxy, tmpdir):
+    server, proxy = tarantool_proxy
+    args, env = tarantool_args(server, proxy, '--phases', 'insert,select', '--ops', '0',
+                               '--duration', '2', '--rate', '1000', '--value-size', '100',
+                               '--verify')
+    # From the middle of the insert phase on, through the select phase and the read-back.
+    rc, err, res, took = drive(args, tmpdir, env, faults=[(1.2, _set(proxy, 'trickle'))])
+    assert rc == 0 and 'Traceback' not in err, err
+    assert_accounted(res)
+    insert, sel = res['phases']
+    assert insert['failed'] == sel['failed'] == 0 and sel['misses'] == 0
+    assert res['verify']['intact'] == insert['ok'] > 1000
+
+
+@pytest.fixture
+def pg_proxy():
+    from gloaddriver.backends.postgres.server import PostgresServer
+    server = PostgresServer().start()
+    proxy = FaultProxy(server.port)
+    yield server, proxy
+    proxy.close()
+    server.stop()
+
+
+@pytest.mark.parametrize('mode', ['down', 'blackhole'])
+def test_the_postgres_pool_rides_out_a_network_fault(mode, pg_proxy, tmpdir):
+    server, proxy = pg_proxy
+    dsn = server.dsn.replace('port=%d' % server.port, 'port=%d' % proxy.port)
+    rc, err, res, took = drive(['--backend', 'postgres', '--dsn', dsn, '--init', '--phases',
+                                'insert', '--ops', '0', '--duration', '4', '--timeout', '1',
+                                '--verify'], tmpdir,
+                               faults=[(1.5, _set(proxy, mode)), (3.0, _set(proxy, 'pass'))])
+    assert 'Traceback' not in err and took < 20
+    assert_accounted(res)
+    (phase,) = res['phases']
+    (o,) = phase['outages']
+    assert abs(o['duration'] - 1.5) <= 0.5, o
+    assert o['failed'] + o['timed_out'] > 0
+    assert phase['timeline'][-1]['ok'] > 0
+    assert res['verify']['acknowledged_lost'] == 0 and res['verify']['corrupt'] == 0
