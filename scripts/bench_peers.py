@@ -9,7 +9,9 @@ Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own proce
   asynctnt + uvloop, aiotarantool and gtarantool (2.7). Each run gets a fresh space.
 * PostgreSQL: point selects on a kv table (small values, uniform keys) at
   --pg-conns connections through gloaddriver --prepared, asyncpg + uvloop, psycopg 3,
-  a plain gevent + psycopg2 PREPARE/EXECUTE loop, and pgbench -S -M prepared (-j 1).
+  a plain gevent + psycopg2 PREPARE/EXECUTE loop, gloaddriver's optional pipelined
+  connection (backends/postgres/pipelined.py: 1 and 8 greenlets per connection), and
+  pgbench -S -M prepared (-j 1).
 
 Runs are interleaved round-robin (every client once per round, the order rotated
 each round), so the machine's noise hits all alike. The table gives medians with
@@ -170,6 +172,10 @@ def postgres_clients(args):
     c = [(BASE, 'driver', args.python), ('asyncpg+uvloop', 'pg_asyncpg.py', args.peers311),
          ('psycopg 3', 'pg_psycopg3.py', args.peers311),
          ('gevent+psycopg2 loop', 'pg_gevent_psycopg2.py', args.python),
+         # gloaddriver's optional pipelined connection: one greenlet per connection (the
+         # same concurrency as the others), and 8 per connection (statements pipelined)
+         ('pipelined 1/conn', 'pg_pipelined.py', args.python),
+         ('pipelined 8/conn', 'pg_pipelined.py:8', args.python),
          ('pgbench -S -M prepared', 'pgbench', None)]
     only = set(args.clients.split(',')) if args.clients else None
     return [x for x in c if only is None or x[0] in only or x[0] == BASE]
@@ -206,7 +212,9 @@ def run_postgres(args, say):
                 elif how == 'pgbench':
                     res = pgbench(server, n, args.pg_ops) if which('pgbench') else None
                 else:
+                    how, _sep, per = how.partition(':')
                     res = adapter(python, how, {
+                        'per_conn': int(per or 1),
                         'host': '127.0.0.1', 'port': server.port, 'user': server.user,
                         'password': server.password, 'database': server.database,
                         'table': 'kv', 'keys': args.pg_keys, 'concurrency': n,
