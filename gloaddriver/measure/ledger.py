@@ -12,7 +12,7 @@ one array): 2 MB for a million keys.
 * byte 0: the state last acknowledged (low 3 bits), and the states of writes that
   were in flight beside it (bits 3-6): those may land in either order;
 * byte 1: the states of writes that failed or timed out since the last
-  acknowledged one (bits 0-3), and every state ever acknowledged (bits 4-7).
+  acknowledged one (bits 0-3), and every state ever written or tried (bits 4-7).
 
 A write acknowledged after a failed one supersedes it (on one connection the
 server applies them in order). A write that failed with a plain server error
@@ -26,7 +26,7 @@ that is not there) changes nothing either.
 * unacknowledged_applied: a failed or timed-out write that landed after all;
 * acknowledged_lost: the acknowledged write is gone or older data is there;
 * corrupt: bytes no write of the run would leave;
-* unexpected: a value the run never wrote to that key, not older and not gone.
+* unexpected: a value the run never wrote or tried to write to that key.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -84,7 +84,7 @@ class Ledger(object):
     def failed(self, key, code):
         self._end(key)
         c, i = self._slot(key)
-        c[i + 1] |= _bit(code)
+        c[i + 1] |= _bit(code) | (_bit(code) << 4)
 
     def keys(self):
         """Every key with something recorded, in order."""
