@@ -15,6 +15,7 @@ import tempfile
 import time
 
 from gloaddriver import errors
+from gloaddriver.measure import procfs
 
 def free_port():
     """A loopback TCP port nobody listens on right now."""
@@ -121,20 +122,8 @@ class Server(object):
     def _family(self):
         """The server's process and its children. A signal to the process group is not
         enough: PostgreSQL's backends each lead a session of their own."""
-        pids = [self.proc.pid]
-        try:
-            names = [p for p in os.listdir('/proc') if p.isdigit()]
-        except OSError:
-            return pids
-        for p in names:
-            try:
-                with open('/proc/%s/stat' % p) as f:
-                    ppid = f.read().rsplit(')', 1)[1].split()[1]
-            except (IOError, OSError, IndexError):
-                continue
-            if ppid == str(self.proc.pid):
-                pids.append(int(p))
-        return pids
+        return [self.proc.pid] + [p for p in procfs.family(self.proc.pid)
+                                  if p != self.proc.pid]
 
     def _signal_all(self, sig, pids=None):
         for pid in pids or self._family():

@@ -3,7 +3,10 @@
 An outage opens on the error path, never on the hot path: the first op that fails
 with an outage-class error (``errors.OpError.outage``: lost connection, timeout, a
 server shutting down or still starting) while none is open starts a watcher
-greenlet. The watcher looks every POLL seconds at the phase's success count and the
+greenlet. A server that stops answering without any error (paused, within the
+request timeout) is caught by a second watcher: ops in flight and none completed for
+STALL seconds (or ten times the recent p99) is a stall, an outage from the last
+completion. The watcher looks every POLL seconds at the phase's success count and the
 backend's reconnect count:
 
 * an op that succeeds within CONFIRM of the first error, with no failure beside it,
@@ -31,6 +34,8 @@ from gloaddriver._compat import clock, spawn_named
 
 POLL = 0.02        # seconds between the watcher's looks: the precision of start/end
 CONFIRM = 0.05     # a success this soon after the first error: no outage
+STALL = 0.5        # no op completing for this long (or 10 x p99) while some wait: a stall
+STALL_POLL = 0.05
 
 
 def _ok(ops):
@@ -58,6 +63,7 @@ class OutageWatch(object):
         self._say = say
         self._open = None
         self._greenlet = None
+        self._stalls = None
         self._returns = []     # clock times an injected fault brought the server back
         self.events = []
 
@@ -71,17 +77,65 @@ class OutageWatch(object):
         if self._open is not None or not getattr(exc, 'outage', False):
             return
         now = clock()
-        o = self._open = _Open()
         # A timeout is raised one request timeout after the request went out.
-        o.start = now - self._timeout if getattr(exc, 'kind', None) == 'timeout' else now
+        start = now - self._timeout if getattr(exc, 'kind', None) == 'timeout' else now
+        self._begin(start, now, '%s: %s' % (getattr(exc, 'kind', 'error'), str(exc)[:200]),
+                    False)
+
+    def _begin(self, start, now, first_error, confirmed):
+        o = self._open = _Open()
+        o.start = start
         o.first_error_at = now
-        o.first_error = '%s: %s' % (getattr(exc, 'kind', 'error'), str(exc)[:200])
+        o.first_error = first_error
         o.ok0 = _ok(self._ops)
         o.failed0, o.timed0 = _bad(self._ops)
         o.reconnects0 = self._reconnects()
         o.returned = None
-        o.confirmed = False
+        o.confirmed = confirmed
+        if confirmed and self._say is not None:
+            self._say('outage: %s' % first_error)
         self._greenlet = spawn_named('outage-watch', self._watch)
+
+    def watch_stalls(self, latency):
+        """Start looking for a server that stops answering without any error (paused,
+        or the network silent, within the request timeout). ``latency()`` gives the
+        phase's recent p99 in seconds, or None."""
+        self._stalls = spawn_named('stall-watch', self._stall_loop, latency)
+
+    def _stall_loop(self, latency):
+        """No op completes while some are in flight, for STALL seconds or ten times the
+        recent p99 (a workload of slow ops is not stalled): an outage from the last
+        completion. Nothing in flight (an open loop between arrivals, a stage at zero
+        greenlets) is never one."""
+        ops = self._ops
+        seen, since, first = None, clock(), None
+        while True:
+            gevent.sleep(STALL_POLL)
+            if self._open is not None:
+                seen = None
+                continue
+            now = clock()
+            # Cheap first: an op taken means a worker was free (closed loop: its last op
+            # completed). Only while none is taken are the completions counted.
+            attempted = sum(st.attempted for st in ops)
+            if seen is None or attempted != seen[0]:
+                seen, since = (attempted, None), now
+                continue
+            failed, timed = _bad(ops)
+            done = _ok(ops) + failed + timed
+            if seen[1] is not None and done != seen[1]:
+                since = now
+            seen = (attempted, done)
+            if first is None:
+                if not done:
+                    continue     # nothing completed yet: how long an op takes is unknown
+                first = now - self._t0    # the first ops took at most this long
+            if attempted > done:
+                p99 = latency()
+                limit = max(STALL, 10 * (p99 if p99 is not None else first))
+                if now - since >= limit:
+                    self._begin(since, now, 'stall: ops in flight, none completed for '
+                                '%.1f s' % (now - since), True)
 
     def server_returned(self, when):
         """A fault this driver injected brought the server back at clock time ``when``."""
@@ -162,9 +216,10 @@ class OutageWatch(object):
     def finish(self, now):
         """The phase ended at clock time ``now``: an outage still open is reported open
         (its duration up to ``now``); one never confirmed is dropped."""
-        if self._greenlet is not None:
-            self._greenlet.kill()
-            self._greenlet = None
+        for g in (self._greenlet, self._stalls):
+            if g is not None:
+                g.kill()
+        self._greenlet = self._stalls = None
         o, self._open = self._open, None
         if o is not None and (o.confirmed or now - o.first_error_at >= CONFIRM):
             if _ok(self._ops) > o.ok0:

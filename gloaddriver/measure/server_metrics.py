@@ -15,27 +15,17 @@ import os
 import gevent
 
 from gloaddriver._compat import clock, spawn_named
+from gloaddriver.measure import procfs
 
 _TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 
 
 def process_cpu_seconds(pid):
     """user+sys CPU seconds of pid and every live process it started (Linux /proc)."""
-    total = 0.0
-    try:
-        pids = [p for p in os.listdir('/proc') if p.isdigit()]
-    except OSError:
+    fields = procfs.family(pid)
+    if not fields:
         return None
-    for p in pids:
-        try:
-            with open('/proc/%s/stat' % p) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except (IOError, OSError):
-            continue
-        # fields[1] is ppid; utime, stime are fields[11], fields[12]
-        if p == str(pid) or fields[1] == str(pid):
-            total += (int(fields[11]) + int(fields[12])) / float(_TICK)
-    return total
+    return sum(int(f[11]) + int(f[12]) for f in fields.values()) / float(_TICK)
 
 
 class ServerMetrics(object):

@@ -392,6 +392,7 @@ class Run(object):
         if ramp is not None:
             timer = ramp.start()     # it ends the phase when the stages are over
         ticker = spawn_named('ticker', self._tick, spec.name, ops, budget, timeline, intervals)
+        budget.watch.watch_stalls(lambda: _recent_p99(timeline))
         gevent.joinall(workers)
         if self.profiler is not None:
             self.profiler.stop()
@@ -533,6 +534,15 @@ class Run(object):
                     % (row['t'], name, '{:,}'.format(int(n / row['seconds'])) if row['seconds'] > 0
                        else '-', '{:,}'.format(p99), row['errors'], sys_op, server_line, down))
                 self.progress_out.flush()
+
+
+def _recent_p99(timeline):
+    """The p99 of the last timeline row, in seconds, or None before the first."""
+    for row in reversed(timeline.rows):
+        p99 = row['latency_us'].get('p99')
+        if p99:
+            return p99 / 1e6
+    return None
 
 
 def _last_sample(ops):

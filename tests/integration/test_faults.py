@@ -107,6 +107,17 @@ def test_a_pause_past_the_timeout_is_one_outage_of_its_length(tmpdir):
     assert [f['action'] for f in res['faults']] == ['stop', 'cont']
 
 
+def test_a_pause_within_the_timeout_is_a_stall_of_its_length(tmpdir):
+    rc, err, res, took = drive(['--spawn', '--phases', 'select', '--ops', '0', '--duration',
+                                '4', '--fault', 'stop@1s:2s'], tmpdir)
+    assert rc == 0 and 'Traceback' not in err, err
+    (phase,) = res['phases']
+    assert gaps(phase) <= 1.1
+    (o,) = phase['outages']
+    assert o['first_error'].startswith('stall') and o['failed'] == o['timed_out'] == 0
+    assert abs(o['duration'] - 2.0) <= 0.5 and abs(o['start'] - 1.0) <= 0.3, o
+
+
 def test_the_sync_connector_reports_its_outage_too(tmpdir):
     rc, err, res, took = drive(['--spawn', '--wal-mode', 'write', '--connector', 'sync',
                                 '--phases', 'insert', '--ops', '0', '--duration', '3',

@@ -222,3 +222,29 @@ def test_the_report_says_each_outage_and_what_verify_found():
          'corrupt': 0, 'unexpected': 0, 'examples': {'acknowledged_lost': [4, 9]}}
     lines = text.verify_lines(v)
     assert '2 acknowledged_lost' in lines[0] and lines[1].endswith('keys 4, 9')
+
+
+def test_ops_in_flight_that_never_complete_are_a_stall_from_the_last_completion():
+    st = stats.OpStats('select')
+    watch = outages.OutageWatch([st], t0=_now(), timeout=5.0)
+    watch.watch_stalls(lambda: 0.001)
+    start = _now()
+    while _now() - start < 0.3:        # healthy: an op completes every few ms
+        st.attempted += 1
+        st.lat[1000] += 1
+        gevent.sleep(0.005)
+    stalled_at = _now() - start
+    st.attempted += 1                  # sent, never answered
+    gevent.sleep(0.9)
+    st.lat[900000] += 1                # answered at last
+    gevent.sleep(0.1)
+    (e,) = watch.finish(_now())
+    assert e['first_error'].startswith('stall') and e['failed'] == e['timed_out'] == 0
+    assert abs(e['start'] - stalled_at) < 0.08 and abs(e['duration'] - 0.9) < 0.1, e
+
+
+def test_slow_ops_are_not_a_stall():
+    from tests.unit.test_run import run
+    _r, _b, phases = run('--op-sleep', '0.7', '--greenlets', '1', '--phases', 'select',
+                         '--ops', '3')
+    assert phases[0]['outages'] == [] and phases[0]['ok'] == 3
