@@ -72,13 +72,18 @@ class OutageWatch(object):
         """An outage is open and confirmed (for the progress line)."""
         return self._open is not None and self._open.confirmed
 
-    def failed(self, exc):
-        """Called before the op's error is counted; cheap when an outage is open."""
+    def failed(self, exc, started=None):
+        """Called before the op's error is counted, with the clock time the op began;
+        cheap when an outage is open."""
         if self._open is not None or not getattr(exc, 'outage', False):
             return
         now = clock()
-        # A timeout is raised one request timeout after the request went out.
-        start = now - self._timeout if getattr(exc, 'kind', None) == 'timeout' else now
+        # An op that failed after waiting about a request timeout (a timeout, or a
+        # connector that turns its timeout into a lost connection) went out when the
+        # server still looked alive: the outage dates from then. Others fail at once.
+        if started is None:
+            started = now - self._timeout if getattr(exc, 'kind', None) == 'timeout' else now
+        start = started if now - started >= 0.9 * self._timeout else now
         self._begin(start, now, '%s: %s' % (getattr(exc, 'kind', 'error'), str(exc)[:200]),
                     False)
 

@@ -43,10 +43,10 @@ class Budget(object):
             self.reason = reason
 
 
-def _failed(budget, st, exc):
-    """The error path of one op (kept out of the hot loop)."""
+def _failed(budget, st, exc, t0=None):
+    """The error path of one op (kept out of the hot loop); t0: when the op began."""
     if budget.watch is not None:
-        budget.watch.failed(exc)
+        budget.watch.failed(exc, t0)
     st.error(exc)
     if isinstance(exc, errors.GaveUp):
         budget.stop(str(exc))
@@ -80,7 +80,7 @@ def _run_single(budget, st, fn, next_key, clock=clock):
         try:
             r = fn(key)
         except Exception as e:  # every failure is counted by kind, none escapes
-            _failed(budget, st, e)
+            _failed(budget, st, e, t0)
             continue
         st.lat[int((clock() - t0) * 1000000.0)] += 1
         if not r and r is not None:
@@ -99,7 +99,7 @@ def _run_mix(budget, table, cumulative, rand, clock=clock):
         try:
             r = fn(key)
         except Exception as e:
-            _failed(budget, st, e)
+            _failed(budget, st, e, t0)
             continue
         st.lat[int((clock() - t0) * 1000000.0)] += 1
         if not r and r is not None:
@@ -155,7 +155,7 @@ def _run_open(budget, pick, schedule, limit, clock=clock):
         try:
             r = fn(key)
         except Exception as e:
-            _failed(budget, st, e)
+            _failed(budget, st, e, t0)
             continue
         t1 = clock()
         st.lat[int((t1 - t0) * 1000000.0)] += 1

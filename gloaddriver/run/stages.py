@@ -175,7 +175,7 @@ def run_single(budget, st, fn, next_key, gate, w, failed, clock=clock):
         try:
             r = fn(key)
         except Exception as e:  # every failure is counted by kind, none escapes
-            failed(budget, st, e)
+            failed(budget, st, e, t0)
             continue
         st.lat[int((clock() - t0) * 1000000.0)] += 1
         if not r and r is not None:
@@ -199,7 +199,7 @@ def run_mix(budget, table, cumulative, rand, gate, w, failed, clock=clock):
         try:
             r = fn(key)
         except Exception as e:
-            failed(budget, st, e)
+            failed(budget, st, e, t0)
             continue
         st.lat[int((clock() - t0) * 1000000.0)] += 1
         if not r and r is not None:
@@ -238,7 +238,7 @@ def run_open(budget, pick, schedule, limit, over, failed, clock=clock):
         try:
             r = fn(key)
         except Exception as e:
-            failed(budget, st, e)
+            failed(budget, st, e, t0)
             continue
         t1 = clock()
         st.lat[int((t1 - t0) * 1000000.0)] += 1

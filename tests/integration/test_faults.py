@@ -269,3 +269,75 @@ def test_the_postgres_pool_rides_out_a_network_fault(mode, pg_proxy, tmpdir):
     assert o['failed'] + o['timed_out'] > 0
     assert phase['timeline'][-1]['ok'] > 0
     assert res['verify']['acknowledged_lost'] == 0 and res['verify']['corrupt'] == 0
+
+
+# -- the rest of the matrix: the sync baseline and the pool under the same faults --------
+
+def test_the_sync_connector_times_out_through_a_pause_and_goes_on(tmpdir):
+    rc, err, res, took = drive(['--spawn', '--connector', 'sync', '--phases', 'select',
+                                '--ops', '0', '--duration', '4', '--timeout', '0.5',
+                                '--fault', 'stop@1s:1.5s'], tmpdir)
+    assert 'Traceback' not in err and took < 20
+    assert_accounted(res)
+    (phase,) = res['phases']
+    (o,) = phase['outages']
+    # tarantool-python turns its socket timeout into a lost connection (and reconnects):
+    # network errors, not timeouts, and the outage dates from the requests that waited.
+    assert abs(o['duration'] - 1.5) <= 0.5 and o['failed'] + o['timed_out'] > 0, o
+    assert phase['timeline'][-1]['ok'] > 0
+
+
+@pytest.mark.parametrize('mode', ['blackhole', 'trickle'])
+def test_the_sync_connector_through_a_silent_or_slow_network(mode, tarantool_proxy, tmpdir):
+    server, proxy = tarantool_proxy
+    args, env = tarantool_args(server, proxy, '--connector', 'sync', '--phases',
+                               'insert,select', '--ops', '0', '--duration', '2', '--rate',
+                               '1000', '--value-size', '100', '--timeout', '0.5', '--verify')
+    faults = [(1.2, _set(proxy, mode))]
+    if mode == 'blackhole':
+        faults.append((2.2, _set(proxy, 'pass')))
+    rc, err, res, took = drive(args, tmpdir, env, faults=faults)
+    assert 'Traceback' not in err and took < 30
+    assert_accounted(res)
+    insert, sel = res['phases']
+    v = res['verify']
+    assert v['acknowledged_lost'] == 0 and v['corrupt'] == 0 and v['unexpected'] == 0, v
+    if mode == 'trickle':
+        assert rc == 0 and insert['failed'] == sel['failed'] == 0 and sel['misses'] == 0
+    else:
+        (o,) = insert['outages']
+        assert abs(o['duration'] - 1.0) <= 0.5 and o['failed'] + o['timed_out'] > 0, o
+        assert sel['timeline'][-1]['ok'] > 0
+
+
+def test_the_postgres_pool_times_out_through_a_pause_and_goes_on(tmpdir):
+    rc, err, res, took = drive(['--backend', 'postgres', '--spawn', '--init', '--phases',
+                                'insert', '--ops', '0', '--duration', '4', '--timeout', '0.5',
+                                '--fault', 'stop@1s:1.5s', '--verify'], tmpdir)
+    assert 'Traceback' not in err and took < 30
+    assert_accounted(res)
+    (phase,) = res['phases']
+    (o,) = phase['outages']
+    assert abs(o['duration'] - 1.5) <= 0.5 and o['timed_out'] > 0, o
+    assert phase['timeline'][-1]['ok'] > 0
+    assert res['verify']['acknowledged_lost'] == 0
+
+
+@pytest.mark.parametrize('mode', ['cut', 'trickle'])
+def test_the_postgres_pool_through_a_cut_or_a_trickle(mode, pg_proxy, tmpdir):
+    server, proxy = pg_proxy
+    dsn = server.dsn.replace('port=%d' % server.port, 'port=%d' % proxy.port)
+    rc, err, res, took = drive(['--backend', 'postgres', '--dsn', dsn, '--init', '--phases',
+                                'insert,select', '--ops', '0', '--duration', '2', '--rate',
+                                '1000', '--verify'], tmpdir,
+                               faults=[(1.2, _set(proxy, mode))])
+    assert 'Traceback' not in err and took < 30
+    assert_accounted(res)
+    insert, sel = res['phases']
+    v = res['verify']
+    assert v['acknowledged_lost'] == 0 and v['corrupt'] == 0 and v['unexpected'] == 0, v
+    if mode == 'cut':
+        assert insert['errors'].get('network', 0) >= 1 and proxy.accepted > 10
+    else:
+        assert rc == 0 and insert['failed'] == 0 and sel['misses'] == 0
+    assert sel['timeline'][-1]['ok'] > 0
