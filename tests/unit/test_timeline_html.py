@@ -134,3 +134,20 @@ def test_page_has_its_charts_and_escapes_what_it_shows():
     assert page.count('class="series" data-label="select"') >= 1
     assert '<script' not in page and '&lt;script&gt;' in page
     assert "default-src 'none'" in page
+
+
+def test_outages_are_shaded_and_faults_marked_on_the_charts_over_time():
+    result = _result()
+    phase = result['phases'][0]
+    phase['ops'] = {}
+    phase['outages'] = [{'start': 0.5, 'end': 1.5, 'duration': 1.0, 'open': False, 'failed': 3,
+                         'timed_out': 0, 'reconnects': 1, 'recovery': 0.02,
+                         'first_error': 'network: lost'}]
+    phase['faults'] = [{'action': 'kill', 't': 0.5, 'took': 0.0}]
+    result['verify'] = {'checked': 4, 'intact': 3, 'acknowledged_lost': 1,
+                        'unacknowledged_applied': 0, 'corrupt': 0, 'unexpected': 0,
+                        'examples': {'acknowledged_lost': [7]}}
+    page = html_report.render(result)
+    assert page.count('class="band" data-label="outage 1.00 s"') == 2   # throughput, latency
+    assert page.count('class="mark" data-label="kill at 0.50 s"') == 2
+    assert 'OUTAGE 0.50-1.50 s' in page and 'ACKNOWLEDGED WRITES LOST' in page
