@@ -68,6 +68,10 @@ def run(config, out=None):
             result['faults'] = injector.describe()
         if verified is not None:
             result['verify'] = verified
+        if live is not None:
+            # Closed before the result is written, so that what it dropped is in it.
+            result['live'] = live.close()
+            live = None
         output.write(result, config.output.json, config.output.html, out,
                      fail_if=config.output.fail_if, csv_prefix=config.output.csv)
         return output.exit_code(result)

@@ -612,3 +612,5 @@ def test_a_run_with_dead_collectors_completes_and_says_what_was_dropped(tmpdir, 
     assert re.search(r'note: statsd udp://127\.0\.0\.1:%d: \d+ of \d+ sends dropped '
                      r'\(connection refused\)' % sport, err), err
     assert 'Traceback' not in err
+    # and the JSON keeps what was dropped
+    assert len(res['live']) == 2 and all('sends dropped' in n for n in res['live']), res['live']
