@@ -66,7 +66,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('size', nargs='?', type=int, default=1536,
                     help='value size in bytes (default 1536: the 1.5 KB values of the '
-                         "gtarantool article's workload)")
+                         "the 1.5 KB key-value workload)")
     ap.add_argument('--python', action='append', default=[],
                     help='measure under this interpreter instead (repeat to compare)')
     ap.add_argument('--out', default=None, help='with --python: where the rows go')

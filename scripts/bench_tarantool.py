@@ -1,4 +1,4 @@
-"""The gtarantool article's workload (1.5 KB values; insert, select, update,
+"""The 1.5 KB key-value workload (1.5 KB values; insert, select, update,
 delete) through both connectors at several concurrencies, side by side.
 
 Run by scripts/bench-tarantool. One private Tarantool for the whole run, a

@@ -1,9 +1,8 @@
 """What a run does: phases, op mixes, and the values it writes; keys in ``keys``.
 
 The vocabulary shared by the config, the runner and every backend. Values are
-those of the gtarantool article's 1.5 KB workload, ``string.printable[i % 100] *
-size``, always as text (unicode on 2.7) so both interpreters send and store
-identical bytes.
+those of the classic 1.5 KB key-value workload, ``string.printable[i % 100] * size``,
+always as text (unicode on 2.7) so both interpreters send and store identical bytes.
 """
 from __future__ import absolute_import, division, print_function
 
