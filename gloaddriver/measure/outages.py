@@ -101,13 +101,15 @@ class OutageWatch(object):
             self._say('outage: %s' % first_error)
         self._greenlet = spawn_named('outage-watch', self._watch)
 
-    def watch_stalls(self, latency):
+    def watch_stalls(self, latency, open_loop=False):
         """Start looking for a server that stops answering without any error (paused,
         or the network silent, within the request timeout). ``latency()`` gives the
-        phase's recent p99 in seconds, or None."""
-        self._stalls = spawn_named('stall-watch', self._stall_loop, latency)
+        phase's recent p99 in seconds, or None. In an open loop a free worker starts an
+        op on schedule whether or not others complete, so there completions are
+        counted at every look, not only when no op was started."""
+        self._stalls = spawn_named('stall-watch', self._stall_loop, latency, open_loop)
 
-    def _stall_loop(self, latency):
+    def _stall_loop(self, latency, open_loop):
         """No op completes while some are in flight, for STALL seconds or ten times the
         recent p99 (a workload of slow ops is not stalled): an outage from the last
         completion. Nothing in flight (an open loop between arrivals, a stage at zero
@@ -123,7 +125,7 @@ class OutageWatch(object):
             # Cheap first: an op taken means a worker was free (closed loop: its last op
             # completed). Only while none is taken are the completions counted.
             attempted = sum(st.attempted for st in ops)
-            if seen is None or attempted != seen[0]:
+            if seen is None or (attempted != seen[0] and not open_loop):
                 seen, since = (attempted, None), now
                 continue
             failed, timed = _bad(ops)

@@ -392,7 +392,7 @@ class Run(object):
         if ramp is not None:
             timer = ramp.start()     # it ends the phase when the stages are over
         ticker = spawn_named('ticker', self._tick, spec.name, ops, budget, timeline, intervals)
-        budget.watch.watch_stalls(lambda: _recent_p99(timeline))
+        budget.watch.watch_stalls(lambda: _recent_p99(timeline), open_loop=bool(cfg.rate))
         gevent.joinall(workers)
         if self.profiler is not None:
             self.profiler.stop()

@@ -107,9 +107,10 @@ def test_a_pause_past_the_timeout_is_one_outage_of_its_length(tmpdir):
     assert [f['action'] for f in res['faults']] == ['stop', 'cont']
 
 
-def test_a_pause_within_the_timeout_is_a_stall_of_its_length(tmpdir):
+@pytest.mark.parametrize('loop', [[], ['--rate', '2000']], ids=['closed', 'open'])
+def test_a_pause_within_the_timeout_is_a_stall_of_its_length(loop, tmpdir):
     rc, err, res, took = drive(['--spawn', '--phases', 'select', '--ops', '0', '--duration',
-                                '4', '--fault', 'stop@1s:2s'], tmpdir)
+                                '4', '--fault', 'stop@1s:2s'] + loop, tmpdir)
     assert rc == 0 and 'Traceback' not in err, err
     (phase,) = res['phases']
     assert gaps(phase) <= 1.1
