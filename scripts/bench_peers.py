@@ -77,7 +77,8 @@ def from_driver(result):
         net = sc.get('network_per_op')
         if net is not None:
             net += sum(counts.get(k, 0) for k in NET_EXTRA) / att
-        out.append({'name': p['name'], 'ops': p['attempted'], 'errors': p['failed'] + p['timed_out'],
+        out.append({'name': p['name'], 'ops': p['attempted'],
+                    'errors': p['failed'] + p['timed_out'],
                     'seconds': p['seconds'], 'ops_per_sec': p['ops_per_sec'],
                     'cpu_us_per_op': p.get('cpu_us_per_op'), 'network_per_op': net,
                     'syscalls_per_op': sc.get('per_op')})
@@ -302,7 +303,7 @@ def main():
     ap.add_argument('--pg-extra', default='', help='more gloaddriver flags for PostgreSQL runs')
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
-    for k in ('python', 'python27', 'peers311', 'peers27'):   # the adapters run elsewhere
+    for k in ('python', 'python27', 'peers311', 'peers27'):   # adapters run elsewhere
         setattr(args, k, os.path.abspath(getattr(args, k)))
     args.extra = args.extra.split()
     args.pg_extra = args.pg_extra.split()

@@ -45,7 +45,8 @@ class HubConnection(object):
             scramble = bytes(bytearray(a ^ b for a, b in zip(
                 bytearray(h1), bytearray(hashlib.sha1(salt + h2).digest()))))
             body = msgpack.packb({0x23: user, 0x21: [u'chap-sha1', scramble]}, use_bin_type=False)
-            sock.sendall(_HEAD.pack(0xce, _HEAD.size - 5 + len(body), 0x82, 0, AUTH, 1, 0xcf, 0) + body)
+            head = _HEAD.pack(0xce, _HEAD.size - 5 + len(body), 0x82, 0, AUTH, 1, 0xcf, 0)
+            sock.sendall(head + body)
             self.unpacker.feed(sock.recv(4096))
             _n, header, reply = next(self.unpacker), next(self.unpacker), next(self.unpacker)
             if header[0]:

@@ -15,7 +15,8 @@ async def run(a):
     conn = asynctnt.Connection(host=a['host'], port=a['port'], username=a['user'],
                                password=a['password'])
     await conn.connect()
-    space, values, conc, n = a['space_id'], peerlib.values(a['value_size']), a['concurrency'], a['ops']
+    space, values = a['space_id'], peerlib.values(a['value_size'])
+    conc, n = a['concurrency'], a['ops']
     do = {
         'insert': lambda k: conn.insert(space, [k, values[k % 100]]),
         'select': lambda k: conn.select(space, [k]),

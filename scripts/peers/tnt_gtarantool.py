@@ -17,7 +17,8 @@ import peerlib  # noqa: E402
 def main():
     a = peerlib.args()
     conn = gtarantool.connect(a['host'], a['port'], user=a['user'], password=a['password'])
-    space, values, conc, n = a['space_id'], peerlib.values(a['value_size']), a['concurrency'], a['ops']
+    space, values = a['space_id'], peerlib.values(a['value_size'])
+    conc, n = a['concurrency'], a['ops']
     do = {
         'insert': lambda k: conn.insert(space, (k, values[k % 100])),
         'select': lambda k: conn.select(space, k),

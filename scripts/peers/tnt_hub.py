@@ -15,7 +15,8 @@ from hubconn import HubConnection
 def main():
     a = peerlib.args()
     conn = HubConnection(a['host'], a['port'], a['user'], a['password'])
-    space, values, conc, n = a['space_id'], peerlib.values(a['value_size']), a['concurrency'], a['ops']
+    space, values = a['space_id'], peerlib.values(a['value_size'])
+    conc, n = a['concurrency'], a['ops']
     do = {
         'insert': lambda k: conn.insert(space, [k, values[k % 100]]),
         'select': lambda k: conn.select(space, [k]),
