@@ -44,6 +44,12 @@ def test_bad_values_exit_2(argv, capsys):
 @pytest.mark.parametrize('argv,words', [
     (['--uri', 'nohost'], 'HOST:PORT'),
     (['--uri', 'h:99999'], 'HOST:PORT'),
+    (['--fault', 'kill@1s'], '--fault needs --spawn'),
+    (['--spawn', '--fault', 'start@1s'], 'the server is up then'),
+    (['--call', 'box.info', '--verify'], '--call writes what the driver cannot predict'),
+    (['--backend', 'postgres', '--workload', 'relational', '--verify'],
+     '--workload relational writes'),
+    (['--backend', 'postgres', '--workload', 'bulk', '--verify'], 'do not apply to --workload bulk'),
     (['--phases', 'insert,scann'], 'unknown op'),
     (['--mix', 'select'], 'op=weight'),
     (['--mix', 'select=50', '--phases', 'insert'], 'exclude'),

@@ -91,8 +91,16 @@ class Postgres(base.Kind):
                                          'loads its rows by each method as fast as it can')
             if args.rate:
                 raise errors.ConfigError('--rate does not apply to --workload bulk')
+            if args.verify or args.fault:
+                raise errors.ConfigError('--verify and --fault do not apply to --workload bulk: '
+                                         'it measures loading methods, not a server\'s outages')
         elif args.method is not None or args.rows is not None:
             raise errors.ConfigError('--method and --rows are for --workload bulk')
+        if args.verify and kind in ('relational', 'toolbench', 'script', 'file'):
+            raise errors.ConfigError('--verify reads back what the kv workload wrote; %s writes '
+                                     'what the driver cannot predict' % (
+                                         {'script': '--script', 'file': 'a workload file'}.get(
+                                             kind, '--workload ' + kind)))
         return Options(dsn=args.dsn or '', table=table, workload=kind, init=bool(args.init),
                        prepared=bool(args.prepared), pool_size=args.pool_size or args.greenlets,
                        bulk_methods=methods, rows=args.rows or 100000,

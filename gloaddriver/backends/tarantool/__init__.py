@@ -72,6 +72,10 @@ class Tarantool(base.Kind):
             raise errors.ConfigError('--connections %d exceeds --greenlets %d: a connection '
                                      'would have no greenlet' % (connections, args.greenlets))
         request, fill = _request(args)
+        if args.verify and (request is not None or args.workload_file):
+            raise errors.ConfigError('--verify reads back what the built-in ops wrote; %s '
+                                     'writes what the driver cannot predict' % (
+                                         '--' + request[0] if request else 'a workload file'))
         return Options(host=host, port=int(port), space=args.space or 'gloaddriver',
                        connector=connector, connections=connections,
                        max_pending=args.max_pending or 10000, overlap=args.overlap is not False,
