@@ -1,6 +1,6 @@
 """Peer: gtarantool 1.0.12 (gevent, Python 2.7, on tarantool-python 0.7), unpatched.
 
-The gtarantool article's client: ``conn.insert/select/update/delete`` from N
+gtarantool's own API: ``conn.insert/select/update/delete`` from N
 greenlets sharing one connection. Run by scripts/bench_peers.py; prints one JSON line.
 """
 from __future__ import absolute_import, division, print_function
