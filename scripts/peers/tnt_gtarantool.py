@@ -1,4 +1,4 @@
-"""Peer: gtarantool 1.0.12 (gevent, Python 2.7, on tarantool-python 0.7), unpatched.
+"""Peer: gtarantool 1.0.12 (gevent, Python 2.7, on tarantool-python 0.5.4), unpatched.
 
 gtarantool's own API: ``conn.insert/select/update/delete`` from N
 greenlets sharing one connection. Run by scripts/bench_peers.py; prints one JSON line.
