@@ -142,3 +142,23 @@ def test_bench_user_table_and_json(tmpdir):
     assert data['table'][0]['cpu_ratio'] == 1.0 and data['table'][1]['cpu_ratio'] > 0
     assert all(r['failed'] == 0 and r['misses'] == 0 for r in data['runs'])
     assert 'cpu ratio' in out
+
+
+def test_bench_peers_table_and_json(tmpdir):
+    # gloaddriver and the hub-driven style only: the other peers need their own
+    # environments (scripts/peers/install.sh), which this smoke test does not build.
+    assert os.readlink(os.path.join(ROOT, 'scripts', 'bench-peers')) == 'bench'
+    path = os.path.join(str(tmpdir), 'p.json')
+    rc, out, err = run('bench_peers.py', [
+        '--python', sys.executable, '--python27', sys.executable, '--peers311', 'none',
+        '--peers27', 'none', '--backends', 'tarantool', '--clients', 'hub-driven style',
+        '--concurrency', '10', '--rounds', '1', '--ops', '300', '--out', path])
+    assert rc == 0, err
+    data = json.load(open(path))
+    assert len(data['runs']) == 2 and all(r['phases'] for r in data['runs'])
+    rows = data['table']
+    assert len(rows) == 8 and all(r['errors'] == 0 for r in rows)
+    assert all(r['ratio'] > 0 for r in rows) and 'x gloaddriver' in out
+    for r in rows:
+        # one send and one recv per batch of 10 (where the syscall counters work)
+        assert r['network_per_op'] is None or r['network_per_op'] <= 0.25, r
