@@ -19,6 +19,10 @@ the range over rounds, client CPU per op, network syscalls per op (send/recv and
 read/write family, counted by perf_event tracepoints for the client process) and
 each client's ratio to gloaddriver (3.11) of the same round: the median and range
 of those ratios. JSON goes to bench-results/peers-*.json.
+
+The adapters of the asyncio peers are Python 3 programs (``scripts/peers/*.py3``):
+async/await is their clients' only interface, and 2.7 cannot parse it. Everything
+else here, the package included, is one source for 2.7 and 3.x.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -90,8 +94,8 @@ def from_driver(result):
 def tarantool_clients(args):
     c = [(BASE, 'driver', args.python), ('gloaddriver 2.7', 'driver', args.python27),
          ('hub-driven style', 'tnt_hub.py', args.python),
-         ('asynctnt+uvloop', 'tnt_asynctnt.py', args.peers311),
-         ('aiotarantool', 'tnt_aiotarantool.py', args.peers311),
+         ('asynctnt+uvloop', 'tnt_asynctnt.py3', args.peers311),
+         ('aiotarantool', 'tnt_aiotarantool.py3', args.peers311),
          ('gtarantool 2.7', 'tnt_gtarantool.py', args.peers27)]
     only = set(args.clients.split(',')) if args.clients else None
     return [x for x in c if only is None or x[0] in only or x[0] == BASE]
@@ -170,8 +174,8 @@ def pgbench(server, conns, ops):
 
 
 def postgres_clients(args):
-    c = [(BASE, 'driver', args.python), ('asyncpg+uvloop', 'pg_asyncpg.py', args.peers311),
-         ('psycopg 3', 'pg_psycopg3.py', args.peers311),
+    c = [(BASE, 'driver', args.python), ('asyncpg+uvloop', 'pg_asyncpg.py3', args.peers311),
+         ('psycopg 3', 'pg_psycopg3.py3', args.peers311),
          ('gevent+psycopg2 loop', 'pg_gevent_psycopg2.py', args.python),
          # gloaddriver's optional pipelined connection: one greenlet per connection (the
          # same concurrency as the others), and 8 per connection (statements pipelined)
