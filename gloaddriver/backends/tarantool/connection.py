@@ -232,18 +232,7 @@ class Connection(object):
         Returns the reply's data (a list of tuples), or its body when it has none
         (SQL DML, PREPARE: a dict by IPROTO key).
         """
-        if self._sock is None or len(self._waiters) >= self.max_pending:
-            self._wait_ready()
-        self._sync = sync = self._sync + 1
-        encode(self._out, sync, *args)
-        w = self._waiters[sync] = Waiter(self._hub)
-        self.requests += 1
-        if not self._flush_pending:
-            # First request since the last flush: one hub callback sends them
-            # all, after every caller woken in this loop pass has appended.
-            self._flush_pending = True
-            self._callback(self._flush)
-        r = _await_reply(w)
+        r = self.rows_request(encode, *args)
         # A body (protocol.Rows) is decoded here, in the caller, and only for the
         # public methods; an empty result comes as an empty list.
         return r if r.__class__ is list else r.data()
@@ -258,6 +247,8 @@ class Connection(object):
         w = self._waiters[sync] = Waiter(self._hub)
         self.requests += 1
         if not self._flush_pending:
+            # First request since the last flush: one hub callback sends them
+            # all, after every caller woken in this loop pass has appended.
             self._flush_pending = True
             self._callback(self._flush)
         return _await_reply(w)
