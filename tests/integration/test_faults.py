@@ -68,15 +68,15 @@ def fault_length(res, down, up):
 
 @pytest.mark.parametrize('wal', ['write', 'none'])
 def test_kill_and_start_tarantool_tells_wal_modes_apart(wal, tmpdir):
-    rc, err, res, took = drive(['--spawn', '--wal-mode', wal, '--phases', 'insert,update',
-                                '--ops', '0', '--duration', '3', '--greenlets', '20',
-                                '--fault', 'kill@1.5s,start@2.5s', '--verify'], tmpdir)
+    rc, err, res, took = drive(['--spawn', '--wal-mode', wal, '--phases', 'insert',
+                                '--ops', '0', '--duration', '2.5', '--greenlets', '20',
+                                '--fault', 'kill@1.2s,start@2s', '--verify'], tmpdir)
     assert 'Traceback' not in err
     assert_accounted(res)
     insert = res['phases'][0]
     assert gaps(insert) <= 1.1, insert['timeline']
     (o,) = insert['outages']
-    assert abs(o['start'] - 1.5) < 0.3, o
+    assert abs(o['start'] - 1.2) < 0.3, o
     assert abs(o['duration'] - fault_length(res, 'kill', 'start')) <= 0.5, (o, res['faults'])
     assert o['reconnects'] == 1 and not o['open'] and o['recovery'] is not None
     assert o['failed'] + o['timed_out'] == insert['failed'] + insert['timed_out'] > 0
@@ -135,8 +135,8 @@ def test_the_sync_connector_reports_its_outage_too(tmpdir):
 
 def test_kill_and_start_postgres_loses_nothing_with_synchronous_commit(tmpdir):
     rc, err, res, took = drive(['--backend', 'postgres', '--spawn', '--init', '--wal-mode',
-                                'fsync', '--phases', 'insert,update', '--ops', '0',
-                                '--duration', '3', '--fault', 'kill@1.5s,start@2.5s',
+                                'fsync', '--phases', 'insert', '--ops', '0',
+                                '--duration', '2.5', '--fault', 'kill@1.2s,start@2s',
                                 '--verify'], tmpdir)
     assert 'Traceback' not in err
     assert_accounted(res)
@@ -150,7 +150,7 @@ def test_kill_and_start_postgres_loses_nothing_with_synchronous_commit(tmpdir):
 
 def test_a_run_that_ends_while_the_server_is_down_reports_the_open_outage(tmpdir):
     rc, err, res, took = drive(['--spawn', '--phases', 'select', '--ops', '0', '--duration',
-                                '2.5', '--fault', 'kill@1s'], tmpdir)
+                                '2.5', '--timeout', '1', '--fault', 'kill@1s'], tmpdir)
     assert 'Traceback' not in err and rc == 1
     (phase,) = res['phases']
     (o,) = phase['outages']
@@ -329,9 +329,9 @@ def test_the_postgres_pool_through_a_cut_or_a_trickle(mode, pg_proxy, tmpdir):
     server, proxy = pg_proxy
     dsn = server.dsn.replace('port=%d' % server.port, 'port=%d' % proxy.port)
     rc, err, res, took = drive(['--backend', 'postgres', '--dsn', dsn, '--init', '--phases',
-                                'insert,select', '--ops', '0', '--duration', '2', '--rate',
+                                'insert,select', '--ops', '0', '--duration', '1.5', '--rate',
                                 '1000', '--verify'], tmpdir,
-                               faults=[(1.2, _set(proxy, mode))])
+                               faults=[(1.1, _set(proxy, mode))])
     assert 'Traceback' not in err and took < 30
     assert_accounted(res)
     insert, sel = res['phases']
