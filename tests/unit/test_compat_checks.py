@@ -183,6 +183,14 @@ def test_batching_beyond_the_tolerance_fails_row_8():
     assert changed(rows, 'FAIL') == ['8'] and rows['8']['why'] == 'select req/send 10.0 vs 5.0'
 
 
+def test_batch_sizes_within_one_and_a_half_times_are_load_not_a_difference():
+    a, b = pair()
+    b.result['phases'][1]['batching']['requests_per_send'] = 8.0     # 1.25x: load moves it
+    rows = verdicts(a, b)
+    assert changed(rows, 'FAIL') == [] and rows['8']['verdict'] == 'EXPLAINED'
+    assert 'select req/send 10.0 vs 8.0' in rows['8']['why']
+
+
 def _pure_msgpack(a, b):
     b.probe['fingerprint']['msgpack_c_extension'] = False
 
