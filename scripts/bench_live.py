@@ -12,14 +12,11 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
-import os
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 
-from benchlib import ROOT, out_path
+from benchlib import ROOT, driver, median, out_path
 
 sys.path.insert(0, ROOT)
 
@@ -30,12 +27,6 @@ try:
     from urllib.request import urlopen
 except ImportError:  # pragma: no cover - Python 2
     from urllib2 import urlopen
-
-
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
 
 
 def free_port():
@@ -64,28 +55,6 @@ class Scraper(threading.Thread):
                 self.ok += 1
             except Exception:   # before the endpoint is up, or after it is gone
                 self.failed += 1
-
-
-def run_driver(python, args, password):
-    """(JSON result or None, stderr lines) of one driver run."""
-    fd, path = tempfile.mkstemp(suffix='.json')
-    os.close(fd)
-    env = dict(os.environ, GLOADDRIVER_PASSWORD=password, PYTHONPATH=ROOT)
-    p = subprocess.Popen([python, '-m', 'gloaddriver', '--progress', '0', '--json', path] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    _out, err = p.communicate()
-    err = err.decode('utf-8', 'replace')
-    try:
-        with open(path) as f:
-            result = json.load(f)
-    except ValueError:
-        result = None
-    finally:
-        os.unlink(path)
-    if p.returncode != 0 or result is None:
-        sys.stderr.write('run failed (%s; exit %s): %s\n' % (' '.join(args), p.returncode,
-                                                            err[-500:]))
-    return result, [l for l in err.splitlines() if l.strip()]
 
 
 def main():
@@ -120,7 +89,8 @@ def main():
                     port = free_port()
                     extra = ['--prometheus-port', '127.0.0.1:%d' % port]
                     scraper = Scraper(port)
-                res, err = run_driver(args.python, target + common + extra, server.password)
+                res, err = driver(args.python, target + common + extra, server.password,
+                                  stderr_lines=True)
                 if scraper is not None:
                     scraper.done.set()
                     scraper.join(3)

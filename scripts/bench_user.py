@@ -15,7 +15,7 @@ import os
 import sys
 import tempfile
 
-from benchlib import ROOT, driver, out_path
+from benchlib import ROOT, driver, median, out_path
 
 sys.path.insert(0, ROOT)
 
@@ -26,12 +26,6 @@ WORKLOAD = u'''
 def op_select(db, key):
     return db.select('gloaddriver', [key])
 '''
-
-
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
 
 
 def main():

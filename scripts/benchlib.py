@@ -12,8 +12,15 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def driver(python, args, password, while_running=None):
-    """``python -m gloaddriver ARGS`` in a process of its own; its JSON result, or None.
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
+
+
+def driver(python, args, password, while_running=None, stderr_lines=False):
+    """``python -m gloaddriver ARGS`` in a process of its own; its JSON result, or None
+    (with ``stderr_lines``: and the non-empty lines it wrote on stderr).
 
     ``while_running`` is called once the process has started (to pause a server mid-run,
     say). A failed run is reported on stderr with its exit code and last words.
@@ -33,9 +40,12 @@ def driver(python, args, password, while_running=None):
         result = None
     finally:
         os.unlink(path)
+    err = err.decode('utf-8', 'replace')
     if p.returncode != 0 or result is None:
-        sys.stderr.write('run failed (%s; exit %s): %s\n' % (
-            ' '.join(args), p.returncode, err.decode('utf-8', 'replace')[-500:]))
+        sys.stderr.write('run failed (%s; exit %s): %s\n' % (' '.join(args), p.returncode,
+                                                            err[-500:]))
+    if stderr_lines:
+        return result, [l for l in err.splitlines() if l.strip()]
     return result
 
 
