@@ -11,10 +11,19 @@ the replies, which come back in order, and switches to each waiting caller. One
 Sync per statement keeps each statement its own transaction (autocommit) and an
 error confined to its statement.
 
-Scope: prepared statements (``prepare`` once, then ``execute``) with text
-parameters and text results; authentication by SCRAM-SHA-256, md5 or password. No
-COPY, no TLS. Used by scripts/bench-peers (scripts/peers/pg_pipelined.py) to
-measure what the protocol itself allows against pgbench and psycopg2.
+Failure rules, as the Tarantool connector's: every wait is bounded (the request
+timeout, the connect timeout). A request older than the timeout fails with
+RequestTimeout and its reply, when it comes, is counted ``late`` and dropped: replies
+come in send order, so its place in the queue is kept. When the socket dies (or the
+server sends a FATAL error) EVERY pending request fails at once, and a reconnect loop
+with backoff opens a new socket and prepares the statements again before anyone
+sends on it. Callers that arrive meanwhile wait up to the timeout (NotConnected);
+after ``outage_limit`` seconds down they fail at once with GaveUp.
+
+Scope: prepared statements (``prepare`` once, then ``execute``) and one-off
+``query`` calls, text parameters and text results; authentication by SCRAM-SHA-256,
+md5 or password; TCP only. No COPY, no TLS. ``--connector pipelined`` runs the kv
+workload on it (``kv_pipelined``); scripts/peers/pg_pipelined.py measures it alone.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -29,6 +38,7 @@ import struct
 
 import gevent
 from gevent import socket as gsocket
+from gevent.event import Event
 from gevent.hub import Waiter, get_hub
 
 from gloaddriver import errors
@@ -41,9 +51,15 @@ _i = struct.Struct('!i')
 _WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
 # Execute (unnamed portal, all rows) and Sync: the same 14 bytes after every Bind.
 _EXECUTE_SYNC = b'E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04'
+_SYNC = b'S\x00\x00\x00\x04'
+_TERMINATE = b'X\x00\x00\x00\x04'
 _BIND_FORMATS = b'\x00\x00'          # no parameter format codes: all text
 _RESULT_FORMATS = b'\x00\x00'        # no result format codes: all text
 _NULL = b'\xff\xff\xff\xff'
+_TEXT = type(u'')
+# SQLSTATEs of a login the server refused, and of a database that is not there.
+_AUTH_CODES = ('28P01', '28000')
+_NO_DATABASE = '3D000'
 
 
 def _b(text):
@@ -54,9 +70,39 @@ def _param(value):
     """One Bind parameter: length and text bytes, or NULL."""
     if value is None:
         return _NULL
-    if value.__class__ is not bytes:
-        value = (u'%s' % (value,)).encode('utf-8') if not isinstance(value, bytes) else value
+    cls = value.__class__
+    if cls is not bytes:
+        value = (value if cls is _TEXT else u'%s' % (value,)).encode('utf-8')
     return _I.pack(len(value)) + value
+
+
+def _parse(name, sql):
+    body = _b(name) + b'\x00' + _b(sql) + b'\x00\x00\x00'
+    return b'P' + _I.pack(len(body) + 4) + body
+
+
+def _bind(name, params):
+    parts = [b'\x00', _b(name), b'\x00', _BIND_FORMATS, _H.pack(len(params))]
+    parts.extend(_param(p) for p in params)
+    parts.append(_RESULT_FORMATS)
+    body = b''.join(parts)
+    return b'B' + _I.pack(len(body) + 4) + body
+
+
+def server_error(fields):
+    """An ErrorResponse as a ServerError: class 08 (connection exception) and 57P
+    (shutting down, crashed, not yet accepting) mean the server cannot serve, an
+    outage rather than an answer, as the psycopg2 path classifies them."""
+    code = fields.get('C', '?')
+    return errors.ServerError(code, fields.get('M', '?'), code[:2] == '08' or code[:3] == '57P')
+
+
+def _copy(exc):
+    """A fresh exception like ``exc``: one per failed caller, so that tracebacks do
+    not pile up on a shared instance."""
+    if isinstance(exc, errors.ServerError):
+        return errors.ServerError(exc.code, exc.message, exc.outage)
+    return exc.__class__(str(exc))
 
 
 def _scram_client(password, user_nonce=None):
@@ -81,54 +127,90 @@ def _scram_client(password, user_nonce=None):
 
 class PipelinedConnection(object):
     """One socket, any number of greenlets; ``execute(name, params)`` returns the rows
-    (lists of text or None) of a prepared statement, or the rows it changed."""
+    (lists of text or None) of a prepared statement, or the rows it changed.
+
+    ``statements``: (name, sql) prepared on every socket before it is used, the first
+    and each one after a reconnect (``prepare`` adds to them). Counters (plain ints):
+    ``requests``, ``responses``, ``sends``, ``recvs`` (recv calls that returned data),
+    ``late`` (replies to requests that had timed out), ``reconnects``,
+    ``outage_seconds``.
+    """
 
     def __init__(self, host, port, user, password=None, database=None, timeout=5.0,
-                 connect_timeout=3.0):
+                 connect_timeout=3.0, statements=(), reconnect=True, outage_limit=30.0,
+                 name='pg-pipelined'):
         self.host, self.port, self.user = host, port, user
         self._password = password or ''
         self.database = database or user
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.reconnect = reconnect
+        self.outage_limit = outage_limit
+        self.name = name
+        self.server_version = None
+        self._statements = list(statements)
         self._hub = get_hub()
         self._callback = self._hub.loop.run_callback
         self._sock = None
-        self._io = None
+        self._io = None             # (read watcher, write watcher, send) of the live socket
         self._out = bytearray()
         self._flush_pending = False
-        self._pending = collections.deque()    # (waiter, sent at), in send order
-        self._sweeper = None
-        self.requests = self.sends = self.recvs = 0
+        # The waiters of the requests sent and not yet answered, in send order: request
+        # number ``requests - len + 1`` first. A timed-out one is left as None, so that
+        # its reply still finds its place.
+        self._pending = collections.deque()
+        self._expired = 0           # the newest request number the sweeper failed
+        self._up = Event()
+        self._closed = False
+        self._gave_up = None
+        self._down_since = None
+        self._greenlets = []
+        self.requests = self.responses = self.sends = self.recvs = 0
+        self.late = self.reconnects = 0
+        self.outage_seconds = 0.0
+        self.last_error = None
+
+    @property
+    def address(self):
+        return '%s:%s' % (self.host, self.port)
 
     # -- connecting -----------------------------------------------------------------
 
     def connect(self):
-        timer = gevent.Timeout(self.connect_timeout)
-        timer.start()
-        try:
-            sock = gsocket.create_connection((self.host, self.port))
-            sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
-            self._startup(sock)
-        except gevent.Timeout as t:
-            if t is not timer:
-                raise
-            raise errors.ConnectError('no answer from PostgreSQL at %s:%s within %.1f s'
-                                      % (self.host, self.port, self.connect_timeout))
-        except (_stdsocket.error, OSError, EOFError) as e:
-            raise errors.ConnectError('cannot connect to PostgreSQL at %s:%s: %s'
-                                      % (self.host, self.port, e))
-        finally:
-            timer.close()
-        self._sock = sock
-        raw = getattr(sock, '_sock', sock)
-        loop = self._hub.loop
-        reader, writer = loop.io(raw.fileno(), 1), loop.io(raw.fileno(), 2)
-        self._io = (reader, writer, raw.send)
-        reader.start(self._reader(raw))
-        self._sweeper = spawn_named('pg-pipelined-sweeper', self._sweep)
+        """Open, log in, prepare the statements; raise a SetupError on failure."""
+        self._attach(self._open())
+        self._greenlets.append(spawn_named(self.name + '-sweeper', self._sweep))
         return self
 
+    def _open(self):
+        timer = gevent.Timeout(self.connect_timeout)
+        timer.start()
+        sock = None
+        try:
+            try:
+                sock = _connect_socket(self.host, self.port)
+                sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
+                buf = self._startup(sock)
+                if self._statements:
+                    self._prepare_all(sock, buf)
+                return sock
+            except gevent.Timeout as t:
+                if t is not timer:
+                    raise
+                raise errors.ConnectError('no answer from PostgreSQL at %s within %.1f s'
+                                          % (self.address, self.connect_timeout))
+            except (_stdsocket.error, OSError, EOFError) as e:
+                raise errors.ConnectError('cannot connect to PostgreSQL at %s: %s'
+                                          % (self.address, _reason(e)))
+        except BaseException:
+            if sock is not None:
+                sock.close()
+            raise
+        finally:
+            timer.close()
+
     def _startup(self, sock):
+        """Log in; returns what was read past ReadyForQuery (nothing, normally)."""
         body = struct.pack('!I', 196608) + b'user\x00' + _b(self.user) + b'\x00database\x00' + \
             _b(self.database) + b'\x00\x00'
         sock.sendall(_I.pack(len(body) + 4) + body)
@@ -148,7 +230,8 @@ class PipelinedConnection(object):
                     _send(sock, b'p', b'md5' + outer.encode('ascii') + b'\x00')
                 elif code == 10:  # SASL: the mechanisms offered
                     if b'SCRAM-SHA-256' not in bytes(payload[4:]).split(b'\x00'):
-                        raise errors.AuthError('the server offers no SASL mechanism we know')
+                        raise errors.AuthError('PostgreSQL at %s offers no SASL mechanism '
+                                               'we know' % self.address)
                     scram = _scram_client(self._password)
                     first = next(scram)
                     _send(sock, b'p', b'SCRAM-SHA-256\x00' + _I.pack(len(first)) + first)
@@ -157,62 +240,116 @@ class PipelinedConnection(object):
                 elif code == 12:  # SASL final: the server's signature
                     continue
                 else:
-                    raise errors.AuthError('authentication method %d is not supported' % code)
+                    raise errors.AuthError('PostgreSQL at %s asks for authentication method '
+                                           '%d, which is not supported' % (self.address, code))
             elif kind == b'E':
                 fields = _error_fields(payload)
-                raise errors.AuthError('PostgreSQL refused user %r: %s'
-                                       % (self.user, fields.get('M', '?')))
+                code, message = fields.get('C', '?'), fields.get('M', '?')
+                if code in _AUTH_CODES:
+                    raise errors.AuthError('PostgreSQL at %s refused the login: %s'
+                                           % (self.address, message))
+                if code == _NO_DATABASE:
+                    raise errors.SchemaError('PostgreSQL at %s: %s' % (self.address, message))
+                # Starting up, shutting down, too many clients: worth another try.
+                raise errors.ConnectError('PostgreSQL at %s refused the connection: %s '
+                                          '(SQLSTATE %s)' % (self.address, message, code))
+            elif kind == b'S':
+                name, _sep, value = bytes(payload).partition(b'\x00')
+                if name == b'server_version':
+                    self.server_version = value.rstrip(b'\x00').decode('utf-8', 'replace')
             elif kind == b'Z':
-                if buf:
-                    raise errors.ConnectError('unexpected bytes after the startup')
-                return
-            # S (parameter status), K (backend key), N (notice): nothing to keep
+                return buf
+            # K (backend key), N (notice): nothing to keep
+
+    def _prepare_all(self, sock, buf):
+        """Parse every statement on a new socket before it carries requests: one round
+        trip, so a reconnect costs one more, not one per statement."""
+        sock.sendall(b''.join(_parse(n, sql) for n, sql in self._statements) + _SYNC)
+        error = None
+        while True:
+            kind, payload, buf = _read_message(sock, buf)
+            if kind == b'E' and error is None:
+                error = _error_fields(payload)
+            elif kind == b'Z':
+                break
+        if error is not None:
+            raise errors.SchemaError('PostgreSQL at %s cannot prepare the statements: %s '
+                                     '(SQLSTATE %s)' % (self.address, error.get('M', '?'),
+                                                        error.get('C', '?')))
+        if buf:
+            raise errors.ConnectError('PostgreSQL at %s sent more than it was asked for'
+                                      % self.address)
+
+    def _attach(self, sock):
+        self._greenlets = [g for g in self._greenlets if not g.dead]
+        self._sock = sock
+        self._out = bytearray()
+        self._flush_pending = False
+        raw = getattr(sock, '_sock', sock)
+        loop = self._hub.loop
+        reader, writer = loop.io(raw.fileno(), 1), loop.io(raw.fileno(), 2)
+        self._io = (reader, writer, raw.send)
+        reader.start(self._reader(sock, raw))
+        self._up.set()
 
     def close(self):
-        io, self._io = self._io, None
-        if io is not None:
-            io[0].close()
-            io[1].close()
-        if self._sweeper is not None:
-            self._sweeper.kill(block=False)
-            self._sweeper = None
-        sock, self._sock = self._sock, None
+        """Close for good: pending requests fail, background greenlets stop."""
+        self._closed = True
+        sock, io = self._sock, self._io
         if sock is not None:
-            try:
-                sock.sendall(b'X\x00\x00\x00\x04')
-            except (_stdsocket.error, OSError):
-                pass
-            sock.close()
-        self._fail(errors.NetworkError('connection closed by the client'))
+            if io is not None and not self._out:
+                try:
+                    io[2](_TERMINATE)   # a polite goodbye, if the socket takes it now
+                except (_stdsocket.error, OSError):
+                    pass
+            self._lost(sock, errors.NetworkError('connection closed by the client'))
+        self._up.set()   # release anybody waiting for a reconnect
+        gevent.killall([g for g in self._greenlets if g is not gevent.getcurrent()], block=False)
+        self._greenlets = []
 
     # -- statements -----------------------------------------------------------------
 
     def prepare(self, name, sql):
-        """Parse a named statement (parameter types left to the server)."""
-        body = _b(name) + b'\x00' + _b(sql) + b'\x00\x00\x00'
-        return self._send_and_wait(b'P' + _I.pack(len(body) + 4) + body +
-                                   b'S\x00\x00\x00\x04')
+        """Parse a named statement (parameter types left to the server); it is
+        prepared again on every new socket after a reconnect."""
+        self._send_and_wait(_parse(name, sql) + _SYNC)
+        self._statements.append((name, sql))
 
     def execute(self, name, params=()):
         """Rows of the prepared statement ``name`` with ``params``, or its row count."""
-        parts = [b'\x00', _b(name), b'\x00', _BIND_FORMATS, _H.pack(len(params))]
-        parts.extend(_param(p) for p in params)
-        parts.append(_RESULT_FORMATS)
-        body = b''.join(parts)
-        return self._send_and_wait(b'B' + _I.pack(len(body) + 4) + body + _EXECUTE_SYNC)
+        return self._send_and_wait(_bind(name, params) + _EXECUTE_SYNC)
+
+    def query(self, sql, params=()):
+        """One statement, unprepared (the unnamed statement): its rows or row count."""
+        return self._send_and_wait(_parse('', sql) + _bind('', params) + _EXECUTE_SYNC)
 
     def _send_and_wait(self, frame):
-        if self._io is None:
-            raise errors.NotConnected('not connected to PostgreSQL at %s:%s'
-                                      % (self.host, self.port))
+        if self._sock is None:
+            self._wait_ready()
         self._out += frame
         w = Waiter(self._hub)
-        self._pending.append((w, clock()))
+        self._pending.append(w)
         self.requests += 1
         if not self._flush_pending:
             self._flush_pending = True
             self._callback(self._flush)
         return w.get()
+
+    def _wait_ready(self):
+        """Slow path of a request: not connected."""
+        while True:
+            if self._gave_up is not None:
+                raise errors.GaveUp(self._gave_up)
+            if self._closed:
+                raise errors.NotConnected('connection to PostgreSQL at %s is closed'
+                                          % self.address)
+            if self._sock is not None:
+                return
+            if not self._up.wait(self.timeout) or self._sock is None:
+                if self._gave_up is not None:
+                    raise errors.GaveUp(self._gave_up)
+                raise errors.NotConnected('not connected to PostgreSQL at %s (reconnecting: %s)'
+                                          % (self.address, self.last_error))
 
     # -- I/O in the hub ---------------------------------------------------------------
 
@@ -232,7 +369,9 @@ class PipelinedConnection(object):
                 sent = 0
             else:
                 self._flush_pending = False
-                return self._lost(errors.NetworkError('lost while sending: %s' % e))
+                return self._lost(self._sock, errors.NetworkError(
+                    'connection to PostgreSQL at %s lost while sending: %s'
+                    % (self.address, _reason(e))))
         if sent:
             self.sends += 1
         if sent < len(data):
@@ -247,104 +386,193 @@ class PipelinedConnection(object):
             io[1].stop()
             self._flush()
 
-    def _reader(self, raw):
+    def _reader(self, sock, raw):
+        """The read watcher's callback for ``sock``: runs in the hub, parses what is
+        there and switches to each waiting caller in turn."""
         buf = bytearray(256 * 1024)
         view = memoryview(buf)
         size = len(buf)
-        pending = self._pending
         recv_into = raw.recv_into
-        unpack_I = _I.unpack_from
-        unpack_IH = _IH.unpack_from
-        unpack_i = _i.unpack_from
         # Across chunks: the unparsed tail, and the reply being assembled.
         state = {'tail': b'', 'rows': [], 'count': None, 'error': None}
 
         def on_readable():
-            while self._io is not None:
+            while self._sock is sock:
                 try:
                     n = recv_into(buf)
                 except (_stdsocket.error, OSError) as e:
                     if e.args and e.args[0] in _WOULD_BLOCK:
                         return
-                    return self._lost(errors.NetworkError('lost while reading: %s' % e))
+                    return self._lost(sock, errors.NetworkError(
+                        'connection to PostgreSQL at %s lost while reading: %s'
+                        % (self.address, _reason(e))))
                 if not n:
-                    return self._lost(errors.NetworkError('PostgreSQL closed the connection'))
+                    return self._lost(sock, errors.NetworkError(
+                        'PostgreSQL at %s closed the connection' % self.address))
                 self.recvs += 1
-                tail = state['tail']
-                data = tail + view[:n].tobytes() if tail else view[:n].tobytes()
-                end = len(data)
-                pos = 0
-                rows, count, error = state['rows'], state['count'], state['error']
-                while end - pos >= 5:
-                    length = unpack_I(data, pos + 1)[0]
-                    if end - pos - 1 < length:
-                        break
-                    kind = data[pos:pos + 1]
-                    start = pos + 5
-                    pos += 1 + length
-                    if kind == b'D':
-                        ncols = unpack_IH(data, start - 4)[1]
-                        at = start + 2
-                        row = []
-                        for _c in range(ncols):
-                            size_c = unpack_i(data, at)[0]
-                            at += 4
-                            if size_c < 0:
-                                row.append(None)
-                            else:
-                                row.append(data[at:at + size_c].decode('utf-8'))
-                                at += size_c
-                        rows.append(row)
-                    elif kind == b'C':
-                        # A query's rows are its result (-1 marks one), DML's the count.
-                        tag = data[start:pos - 1].split(b' ')
-                        count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
-                            int(tag[-1]) if tag[-1].isdigit() else 0)
-                    elif kind == b'Z':
-                        w, _t = pending.popleft()
-                        if error is not None:
-                            w.throw(error)
-                        elif count is None or count < 0:
-                            w.switch(rows)
-                        else:
-                            w.switch(count)
-                        rows, count, error = [], None, None
-                        if self._io is None:
-                            return
-                    elif kind == b'E':
-                        fields = _error_fields(data[start:pos])
-                        error = errors.ServerError(fields.get('C', '?'), fields.get('M', '?'))
-                    # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
-                state['tail'] = data[pos:]
-                state['rows'], state['count'], state['error'] = rows, count, error
+                try:
+                    fatal = self._replies(sock, state, view[:n].tobytes())
+                except Exception as e:
+                    # Whatever broke the parser, the stream can no longer be trusted:
+                    # fail every waiter now rather than leave them to time out.
+                    return self._lost(sock, errors.NetworkError(
+                        'cannot parse the reply stream from PostgreSQL at %s: %s: %s'
+                        % (self.address, e.__class__.__name__, e)))
+                if fatal is not None:
+                    return self._lost(sock, fatal)
                 if n < size:
                     return
         return on_readable
 
-    def _sweep(self):
-        """Replies come in order: when the oldest request is older than the timeout,
-        the connection is stuck, and every request on it fails."""
-        tick = min(0.1, max(self.timeout / 10.0, 0.005))
-        while self._io is not None:
-            gevent.sleep(tick)
-            if self._pending and clock() - self._pending[0][1] > self.timeout:
-                self._lost(errors.RequestTimeout('no reply from PostgreSQL within %.1f s'
-                                                 % self.timeout))
+    def _replies(self, sock, state, chunk):
+        """Cut a chunk into messages and hand each reply over; returns the error of a
+        FATAL message (the server is ending this session), else None."""
+        pending = self._pending
+        unpack_I = _I.unpack_from
+        unpack_IH = _IH.unpack_from
+        unpack_i = _i.unpack_from
+        tail = state['tail']
+        data = tail + chunk if tail else chunk
+        end = len(data)
+        pos = 0
+        rows, count, error = state['rows'], state['count'], state['error']
+        while end - pos >= 5:
+            length = unpack_I(data, pos + 1)[0]
+            if end - pos - 1 < length:
+                break
+            kind = data[pos:pos + 1]
+            start = pos + 5
+            pos += 1 + length
+            if kind == b'D':
+                ncols = unpack_IH(data, start - 4)[1]
+                at = start + 2
+                row = []
+                for _c in range(ncols):
+                    size_c = unpack_i(data, at)[0]
+                    at += 4
+                    if size_c < 0:
+                        row.append(None)
+                    else:
+                        row.append(data[at:at + size_c].decode('utf-8'))
+                        at += size_c
+                rows.append(row)
+            elif kind == b'C':
+                # A query's rows are its result (-1 marks one), DML's the count.
+                tag = data[start:pos - 1].split(b' ')
+                count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
+                    int(tag[-1]) if tag[-1].isdigit() else 0)
+            elif kind == b'Z':
+                w = pending.popleft()
+                self.responses += 1
+                if w is None:
+                    self.late += 1
+                elif error is not None:
+                    w.throw(error)
+                elif count is None or count < 0:
+                    w.switch(rows)
+                else:
+                    w.switch(count)
+                rows, count, error = [], None, None
+                if self._sock is not sock:
+                    return None   # a woken caller closed the connection
+            elif kind == b'E':
+                fields = _error_fields(data[start:pos])
+                if fields.get('V', fields.get('S')) in ('FATAL', 'PANIC'):
+                    return server_error(fields)
+                error = server_error(fields)
+            # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
+        state['tail'] = data[pos:]
+        state['rows'], state['count'], state['error'] = rows, count, error
+        return None
 
-    def _lost(self, exc):
+    def _sweep(self):
+        """Fail the requests older than the timeout.
+
+        Each tick remembers the newest request number; a mark older than the timeout
+        expires every request up to it. That costs the request path nothing (no clock
+        read, no timer); a request times out between ``timeout`` and ``timeout + tick``
+        after it was sent."""
+        tick = min(0.1, max(self.timeout / 10.0, 0.005))
+        marks = collections.deque()
+        while not self._closed:
+            gevent.sleep(tick)
+            now = clock()
+            marks.append((now, self.requests))
+            limit = now - self.timeout
+            upto = None
+            while marks and marks[0][0] <= limit:
+                upto = marks.popleft()[1]
+            pending = self._pending
+            if upto is None or upto <= self._expired or not pending:
+                continue
+            first = self.requests - len(pending) + 1    # the number of pending[0]
+            for i in range(max(self._expired + 1 - first, 0), min(upto + 1 - first,
+                                                                   len(pending))):
+                w = pending[i]
+                if w is not None:
+                    pending[i] = None
+                    self._callback(w.throw, errors.RequestTimeout(
+                        'no reply from PostgreSQL at %s within %.1f s'
+                        % (self.address, self.timeout)))
+            self._expired = upto
+
+    # -- losing and regaining the socket ----------------------------------------------
+
+    def _lost(self, sock, exc):
+        if sock is None or self._sock is not sock:
+            return
+        self._sock = None
+        self._up.clear()
+        self.last_error = str(exc)
         io, self._io = self._io, None
-        if io is not None:
+        if io is not None:   # before the close: libev must not watch a closed descriptor
             io[0].close()
             io[1].close()
-        sock, self._sock = self._sock, None
-        if sock is not None:
+        try:
             sock.close()
-        self._fail(exc)
-
-    def _fail(self, exc):
+        except Exception:
+            pass
         pending, self._pending = self._pending, collections.deque()
-        for w, _t in pending:
-            self._callback(w.throw, exc.__class__(str(exc)))
+        self._out = bytearray()
+        self._flush_pending = False
+        for w in pending:
+            if w is not None:
+                self._callback(w.throw, _copy(exc))
+        if not self._closed and self.reconnect:
+            self._down_since = clock()
+            self._greenlets.append(spawn_named(self.name + '-reconnect', self._reconnect_loop))
+
+    def _reconnect_loop(self):
+        delay = 0.05
+        started = self._down_since
+        while not self._closed:
+            gevent.sleep(delay)
+            try:
+                sock = self._open()
+            except errors.GloadError as e:
+                self.last_error = str(e)
+                if clock() - started > self.outage_limit:
+                    self._gave_up = ('PostgreSQL at %s unreachable for %.0f s (last error: %s); '
+                                     'giving up' % (self.address, clock() - started, e))
+                    self._up.set()   # wake the waiters so they see _gave_up
+                    return
+                # Capped low: a server that comes back is found within a quarter second.
+                delay = min(delay * 2, 0.25)
+                continue
+            if self._closed:
+                sock.close()
+                return
+            self.reconnects += 1
+            self.outage_seconds += clock() - started
+            self._down_since = None
+            self._attach(sock)
+            return
+
+    def stats(self):
+        """Counters as a dict (for reports)."""
+        return {'requests': self.requests, 'responses': self.responses, 'sends': self.sends,
+                'recvs': self.recvs, 'late': self.late, 'reconnects': self.reconnects,
+                'outage_seconds': self.outage_seconds}
 
 
 def _send(sock, kind, body):
@@ -371,3 +599,37 @@ def _error_fields(payload):
         if part:
             out[part[:1].decode('ascii')] = part[1:].decode('utf-8', 'replace')
     return out
+
+
+def _connect_socket(host, port):
+    """A connected gevent socket; no resolver thread for an IP literal (on 2.7 that
+    thread alone makes the GIL hand off every check interval: futex calls per op)."""
+    for family in (_stdsocket.AF_INET, getattr(_stdsocket, 'AF_INET6', None)):
+        if family is None:
+            continue
+        try:
+            _stdsocket.inet_pton(family, host)
+        except (_stdsocket.error, ValueError, OSError):
+            continue
+        sock = gsocket.socket(family, _stdsocket.SOCK_STREAM)
+        try:
+            sock.connect((host, port))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    return gsocket.create_connection((host, port))
+
+
+def _reason(exc):
+    """A short text for a socket error: 'connection refused', not a repr."""
+    if isinstance(exc, EOFError):
+        return str(exc) or 'connection closed'
+    code = getattr(exc, 'errno', None)
+    if code == errno.ECONNREFUSED:
+        return 'connection refused'
+    if code == errno.ECONNRESET:
+        return 'connection reset by peer'
+    if code == errno.EPIPE:
+        return 'broken pipe'
+    return (getattr(exc, 'strerror', None) or str(exc) or exc.__class__.__name__).lower()
