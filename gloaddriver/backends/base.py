@@ -57,16 +57,31 @@ class Kind(object):
     # defaults are always None: "not given" must be told apart from any value.
     flags = ()
 
-    def add_flags(self, parser):
-        """Add this kind's argparse group (titled with its name)."""
+    def add_flags(self, parser, shared=None):
+        """Add this kind's argparse group (titled with its name). ``shared`` ({option:
+        action}, filled here) lets kinds declare the same flag (--connector): the first
+        adds it, the others widen its choices and its help; the parsed value is then held
+        to the chosen kind's own choices (gloaddriver.config)."""
         group = parser.add_argument_group(self.name)
+        shared = {} if shared is None else shared
         for names, kwargs in self.flags:
-            group.add_argument(*names, **dict(kwargs, default=None))
+            action = shared.get(names[0])
+            if action is None:
+                shared[names[0]] = group.add_argument(*names, **dict(kwargs, default=None))
+                continue
+            more = [c for c in kwargs.get('choices') or () if c not in action.choices]
+            action.choices = list(action.choices or ()) + more
+            action.help = '%s; %s' % (action.help, kwargs.get('help'))
 
     def flag_dests(self):
         """(argparse dest, first option string) of each of its flags."""
         return [(kw.get('dest') or names[0].lstrip('-').replace('-', '_'), names[0])
                 for names, kw in self.flags]
+
+    def flag_choices(self):
+        """{argparse dest: its choices, or None} of each of its flags."""
+        return dict((dest, kw.get('choices')) for (dest, _flag), (_names, kw)
+                    in zip(self.flag_dests(), self.flags))
 
     def options(self, args):
         """This kind's options from the parsed flags (all groups, so that checks

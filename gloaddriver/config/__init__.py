@@ -49,13 +49,24 @@ def check_output(flag, path):
 
 
 def _foreign_flags(args, kind):
-    """Refuse a flag of another server kind, however it was spelled."""
+    """Refuse a flag of another server kind, however it was spelled; of a flag both
+    declare (one argparse flag with the union of their choices), a value that is not
+    the chosen kind's."""
+    own = kind.flag_choices()
     for other in backends.kinds():
         if other.name == kind.name:
             continue
+        theirs = other.flag_choices()
         for dest, flag in other.flag_dests():
-            if getattr(args, dest, None) is not None:
+            value = getattr(args, dest, None)
+            if value is None:
+                continue
+            if dest not in own:
                 raise errors.ConfigError('%s is for --backend %s' % (flag, other.name))
+            if own[dest] and value not in own[dest] and value in (theirs[dest] or ()):
+                raise errors.ConfigError('%s %s is for --backend %s; --backend %s takes %s'
+                                         % (flag, value, other.name, kind.name,
+                                            ' or '.join(own[dest])))
 
 
 SHARDS_ENV = 'GLOADDRIVER_SHARDS'

@@ -177,8 +177,9 @@ def build_parser(cls=None):
                         'this port (all interfaces unless HOST is given)')
     g.add_argument('--metrics-prefix', default=None, metavar='NAME',
                    help='first element of every metric name (default: gloaddriver)')
+    shared = {}
     for kind in backends.kinds():
-        kind.add_flags(p)
+        kind.add_flags(p, shared)
     g = p.add_argument_group('profiling (where the client CPU goes; see README "Profiling")')
     g.add_argument('--callgrind', default=None, metavar='DIR',
                    help='profile each phase; write DIR/callgrind.out.<phase>.<pid> for kcachegrind')

@@ -23,6 +23,32 @@ def test_password_from_environment_and_masked_in_argv():
     assert 'hunter2' not in ' '.join(c.argv) and 'x' not in c.argv[-1].split('=')[1]
 
 
+def test_postgres_connectors_share_the_connector_flag_with_tarantool():
+    c = configuration.parse(['--backend', 'postgres'], environ={})
+    assert (c.opts.connector, c.opts.pool_size) == ('psycopg2', 10)
+    c = configuration.parse(['--backend', 'postgres', '--connector', 'pipelined',
+                             '--greenlets', '17'], environ={})
+    assert (c.opts.connector, c.opts.pool_size) == ('pipelined', 3)   # one per 8 greenlets
+    c = configuration.parse(['--connector=sync'], environ={})
+    assert (c.backend, c.opts.connector) == ('tarantool', 'sync')
+
+
+def test_the_pipelined_connector_reads_the_dsn_as_libpq_does():
+    pytest.importorskip('psycopg2')
+    from gloaddriver.backends.postgres.kv_pipelined import target
+    assert target('host=10.0.0.5 port=6432 user=u dbname=d password=p', None, {}) == (
+        '10.0.0.5', 6432, 'u', 'd', 'p')
+    assert target('postgresql://u@h/db', 'secret', {}) == ('h', 5432, 'u', 'db', 'secret')
+    assert target('', None, {'PGHOST': 'h', 'PGUSER': 'me', 'PGPASSWORD': 'x'}) == (
+        'h', 5432, 'me', 'me', 'x')
+    for dsn, words in [('host=/var/run/postgresql', 'unix socket'), ('dbname=x', 'TCP only'),
+                       ('host=a,b', 'one host'), ('host=h sslmode=verify-full', 'TLS'),
+                       ('host=h nonsense', 'not a valid connection string')]:
+        with pytest.raises(errors.ConfigError) as e:
+            target(dsn, None, {})
+        assert words in str(e.value), (dsn, e.value)
+
+
 def test_mix_parses_weights():
     c = configuration.parse(['--mix', 'select=90,update=10,delete=0'], environ={})
     (phase,) = c.load.phases
@@ -81,7 +107,16 @@ def test_interval_follows_progress_unless_progress_is_off():
 @pytest.mark.parametrize('argv,words', [
     (['--backend', 'postgres', '--uri=10.0.0.1:9'], '--uri is for --backend tarantool'),
     (['--backend', 'postgres', '--uri', '10.0.0.1:9'], '--uri is for --backend tarantool'),
-    (['--backend', 'postgres', '--connector=sync'], '--connector is for --backend tarantool'),
+    (['--backend', 'postgres', '--connector=sync'], '--connector sync is for --backend tarantool'),
+    (['--connector', 'pipelined'], '--connector pipelined is for --backend postgres'),
+    (['--backend', 'postgres', '--connector', 'pipelined', '--workload', 'relational'],
+     '--connector pipelined runs --workload kv only'),
+    (['--backend', 'postgres', '--connector', 'pipelined', '--workload', 'bulk'],
+     '--connector pipelined runs --workload kv only'),
+    (['--backend', 'postgres', '--connector', 'pipelined', '--wait-callback', 'cached'],
+     'psycopg2 connector'),
+    (['--backend', 'postgres', '--connector', 'pipelined', '--greenlets', '2', '--pool-size',
+      '3'], 'no greenlet'),
     (['--backend', 'postgres', '--no-overlap'], '--no-overlap is for --backend tarantool'),
     (['--backend', 'postgres', '--by-name'], '--by-name is for --backend tarantool'),
     (['--dsn=host=x'], '--dsn is for --backend postgres'),

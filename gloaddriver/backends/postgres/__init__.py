@@ -1,7 +1,8 @@
 """PostgreSQL: psycopg2 made cooperative and a LIFO pool (``pool``), the workloads the
 runner drives (``workloads``: kv, relational, toolbench), the bulk loader that drives
-itself (``bulk``), a private cluster (``server``), its metrics (``metrics``) and its
-compat probe (``compat``).
+itself (``bulk``), the pipelined connection (``pipelined``) and the kv workload on it
+(``kv_pipelined``, --connector pipelined), a private cluster (``server``), its metrics
+(``metrics``) and its compat probe (``compat``).
 
 This module is the kind itself: its flags and how they make a backend.
 """
@@ -15,13 +16,18 @@ from gloaddriver.backends import base
 from gloaddriver.config.types import positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
-                                'wait_callback scripts')
+                                'wait_callback scripts connector')
 WORKLOADS = ('kv', 'relational', 'bulk', 'toolbench')
 RELATIONAL_OPS = ('create', 'read')
 RELATIONAL_MIX = 'create=50,read=50'
 # The queries of asyncpg's driver benchmark: each is a phase of its own.
 TOOLBENCH_OPS = ('pg_type', 'series', 'bytea', 'arrays')
 BULK_METHODS = ('row-connect', 'row', 'executemany', 'execute-values', 'unnest', 'copy')
+CONNECTORS = ('psycopg2', 'pipelined')
+# --connector pipelined: greenlets per connection when --pool-size is not given. Several
+# statements in flight per socket is the point of it; a few connections keep the
+# server's backends (one CPU each) busy when there are cores for them.
+PIPELINED_PER_CONNECTION = 8
 _IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,62}$')
 
 
@@ -42,8 +48,15 @@ class Postgres(base.Kind):
         (('--prepared',), dict(action='store_true',
                                help='postgres kv: server-side prepared statements '
                                     '(PREPARE/EXECUTE)')),
+        (('--connector',), dict(choices=list(CONNECTORS),
+                                help='postgres: psycopg2 (the default; one statement per '
+                                     'connection at a time) or pipelined (ours: the extended '
+                                     'protocol, the statements of several greenlets in flight '
+                                     'on one socket; --workload kv only)')),
         (('--pool-size',), dict(type=positive_int, metavar='N',
-                                help='postgres: connections in the pool (default: --greenlets)')),
+                                help='postgres: connections in the pool (default: --greenlets; '
+                                     'with --connector pipelined one per %d greenlets)'
+                                     % PIPELINED_PER_CONNECTION)),
         (('--method',), dict(help='postgres bulk: row-connect, row, executemany, '
                                   'execute-values, unnest, copy, or all (the default; a '
                                   'comma-separated list is allowed)')),
@@ -96,15 +109,21 @@ class Postgres(base.Kind):
                                          'it measures loading methods, not a server\'s outages')
         elif args.method is not None or args.rows is not None:
             raise errors.ConfigError('--method and --rows are for --workload bulk')
+        connector = args.connector or 'psycopg2'
+        pool_size = args.pool_size or args.greenlets
+        if connector == 'pipelined':
+            pool_size = args.pool_size or -(-args.greenlets // PIPELINED_PER_CONNECTION)
+            _check_pipelined(args, kind, pool_size)
         if args.verify and kind in ('relational', 'toolbench', 'script', 'file'):
             raise errors.ConfigError('--verify reads back what the kv workload wrote; %s writes '
                                      'what the driver cannot predict' % (
                                          {'script': '--script', 'file': 'a workload file'}.get(
                                              kind, '--workload ' + kind)))
         return Options(dsn=args.dsn or '', table=table, workload=kind, init=bool(args.init),
-                       prepared=bool(args.prepared), pool_size=args.pool_size or args.greenlets,
+                       prepared=bool(args.prepared), pool_size=pool_size,
                        bulk_methods=methods, rows=args.rows or 100000,
-                       wait_callback=args.wait_callback or 'cached', scripts=scripts)
+                       wait_callback=args.wait_callback or 'cached', scripts=scripts,
+                       connector=connector)
 
     def phases(self, opts, phases, mix, load):
         try:
@@ -152,12 +171,19 @@ class Postgres(base.Kind):
         if config.opts.workload == 'bulk':
             from gloaddriver.backends.postgres.bulk import BulkLoader
             return BulkLoader(config, dsn, password, counter)
+        if config.opts.connector == 'pipelined':
+            from gloaddriver.backends.postgres.kv_pipelined import PipelinedBackend
+            return PipelinedBackend(config, dsn, password)
         from gloaddriver.backends.postgres.workloads import PostgresBackend
         return PostgresBackend(config, dsn, password)
 
     def manifest(self, config):
         opts = config.opts
-        return dict(base.Kind.manifest(self, config), connector='psycopg2',
+        if opts.connector == 'pipelined':
+            return dict(base.Kind.manifest(self, config), connector=opts.connector,
+                        connections=opts.pool_size, workload=opts.workload,
+                        pool_size=opts.pool_size, prepared=True)
+        return dict(base.Kind.manifest(self, config), connector=opts.connector,
                     connections=config.load.greenlets, workload=opts.workload,
                     pool_size=opts.pool_size, prepared=opts.prepared,
                     wait_callback=opts.wait_callback)
@@ -170,6 +196,22 @@ class Postgres(base.Kind):
     def compat(self):
         from gloaddriver.backends.postgres import compat
         return compat
+
+
+def _check_pipelined(args, kind, pool_size):
+    """What --connector pipelined does not do, refused before the run."""
+    if kind != 'kv':
+        raise errors.ConfigError('--connector pipelined runs --workload kv only; %s needs the '
+                                 'psycopg2 connector' % {
+                                     'script': '--script', 'file': 'a --workload-file'}.get(
+                                         kind, '--workload ' + kind))
+    if args.wait_callback:
+        raise errors.ConfigError('--wait-callback is for the psycopg2 connector; the pipelined '
+                                 'one reads its socket from the hub itself')
+    if pool_size > args.greenlets:
+        raise errors.ConfigError('--pool-size %d exceeds --greenlets %d: with --connector '
+                                 'pipelined a connection would have no greenlet'
+                                 % (pool_size, args.greenlets))
 
 
 def _dsn(config):

@@ -238,9 +238,7 @@ class PostgresBackend(base.Backend):
             cur.execute(schema)
             missing = []
         if missing:
-            raise errors.SchemaError(
-                'table %s missing in the database; rerun with --init to create it, or create '
-                'it yourself: %s' % (', '.join(missing), ' '.join(schema.split())))
+            raise missing_tables(missing, schema)
         if c.workload == 'relational':
             cur.execute('SELECT coalesce(max(id), 0) FROM rel_parent')
             self.max_parent = cur.fetchone()[0]
@@ -364,7 +362,6 @@ class PostgresBackend(base.Backend):
         connection of its own, each value matched against what each write leaves."""
         if self.opts.workload != 'kv':
             return None
-        from gloaddriver.measure import ledger
         deadline = clock() + self.config.limits.outage_limit
         while True:
             try:
@@ -375,16 +372,7 @@ class PostgresBackend(base.Backend):
                     raise
                 gevent.sleep(0.25)
         sql = 'SELECT id, value FROM %s WHERE id = ANY(%%s)' % self.opts.table
-        values, nv = self.values, len(self.values)
-        states = ((0, ledger.INSERTED), (1, ledger.UPDATED), (2, ledger.RMW))
-
-        def state(key, value):
-            if value is None:
-                return ledger.GONE
-            for shift, code in states:
-                if value == values[(key + shift) % nv]:
-                    return code
-            return ledger.CORRUPT
+        state = value_state(self.values)
 
         def read(keys):
             out = []
@@ -425,6 +413,30 @@ def _fetch_all(run, sql, params):
     def op(_key):   # the same rows every time: the key does not matter
         return run(sql, params, 'all')
     return op
+
+
+def missing_tables(missing, schema):
+    """The SchemaError of tables the workload needs that are not there."""
+    return errors.SchemaError('table %s missing in the database; rerun with --init to create '
+                              'it, or create it yourself: %s'
+                              % (', '.join(missing), ' '.join(schema.split())))
+
+
+def value_state(values):
+    """state(key, value) for --verify of kv: which write's value a row holds (the
+    gloaddriver.measure.ledger codes), GONE when there is no row, else CORRUPT."""
+    from gloaddriver.measure import ledger
+    nv = len(values)
+    states = ((0, ledger.INSERTED), (1, ledger.UPDATED), (2, ledger.RMW))
+
+    def state(key, value):
+        if value is None:
+            return ledger.GONE
+        for shift, code in states:
+            if value == values[(key + shift) % nv]:
+                return code
+        return ledger.CORRUPT
+    return state
 
 
 def dsn_address(dsn):

@@ -1,0 +1,229 @@
+"""The kv workload on the pipelined connection (``--connector pipelined``).
+
+The same ops, keys and values as the psycopg2 kv workload (``workloads``), as
+prepared statements on ``--pool-size`` pipelined connections (``pipelined``), the
+greenlets spread over them (worker % N): the statements of one connection's
+greenlets travel together, one send per loop pass. Results have the psycopg2
+path's shape (a selected row, a row count, scanned (id, value) rows), so
+``--checksum`` compares the two connectors.
+
+The connection's target comes from the same DSN as psycopg2's, read by libpq's own
+parser, with the PG* environment variables where the DSN says nothing, as libpq
+would. TCP only: a unix socket, or a DSN that requires TLS, is refused with one line.
+The server metrics sampler still uses psycopg2: it is one query a second.
+"""
+from __future__ import absolute_import, division, print_function
+
+import getpass
+import os
+
+import gevent
+
+from gloaddriver import errors, workload
+from gloaddriver._compat import clock
+from gloaddriver.backends import base
+from gloaddriver.backends.postgres.pipelined import PipelinedConnection
+from gloaddriver.backends.postgres.workloads import SCHEMA_KV, missing_tables, value_state
+
+STATEMENTS = (
+    ('gl_insert', 'INSERT INTO {t} (id, value) VALUES ($1, $2)'),
+    ('gl_select', 'SELECT value FROM {t} WHERE id = $1'),
+    ('gl_update', 'UPDATE {t} SET value = $1 WHERE id = $2'),
+    ('gl_delete', 'DELETE FROM {t} WHERE id = $1'),
+    ('gl_scan', 'SELECT id, value FROM {t} WHERE id >= $1 ORDER BY id LIMIT $2'),
+)
+VERIFY = ('gl_verify', 'SELECT id, value FROM {t} WHERE id = ANY($1::bigint[])')
+_TLS_REQUIRED = ('require', 'verify-ca', 'verify-full')
+
+
+def target(dsn, password, environ=None):
+    """(host, port, user, database, password) of a libpq DSN, the PG* variables
+    filling what it leaves out; ConfigError for what this connector cannot reach."""
+    import psycopg2.extensions
+    env = os.environ if environ is None else environ
+    try:
+        parsed = psycopg2.extensions.parse_dsn(dsn) if dsn else {}
+    except Exception as e:
+        raise errors.ConfigError('--dsn is not a valid connection string: %s'
+                                 % str(e).strip().splitlines()[0])
+
+    def get(key, var, default=None):
+        return parsed.get(key) or env.get(var) or default
+    host = get('hostaddr', 'PGHOSTADDR') or get('host', 'PGHOST', '')
+    if not host or host.startswith('/') or host.startswith('@'):
+        raise errors.ConfigError('--connector pipelined connects over TCP only: give the '
+                                 'server\'s address as host= in --dsn (%s); or use --connector '
+                                 'psycopg2' % ('%s is a unix socket' % host if host else
+                                               'libpq\'s default is the local unix socket'))
+    port = get('port', 'PGPORT', '5432')
+    if ',' in host or not port.isdigit():
+        raise errors.ConfigError('--connector pipelined takes one host and port in --dsn, '
+                                 'got host=%s port=%s' % (host, port))
+    sslmode = get('sslmode', 'PGSSLMODE', 'prefer')
+    if sslmode in _TLS_REQUIRED:
+        raise errors.ConfigError('--connector pipelined does not speak TLS, and --dsn says '
+                                 'sslmode=%s; use sslmode=disable, or --connector psycopg2'
+                                 % sslmode)
+    user = get('user', 'PGUSER') or getpass.getuser()
+    return (host, int(port), user, get('dbname', 'PGDATABASE', user),
+            password or parsed.get('password') or env.get('PGPASSWORD'))
+
+
+def make_ops(conn, values, scan_length=workload.scan_length):
+    """The kv ops on one pipelined connection; ``values`` as the psycopg2 path writes
+    them (encoded once here: a 1.5 KB value is not encoded again per op)."""
+    execute = conn.execute
+    encoded = [v.encode('utf-8') for v in values]
+    nv = len(encoded)
+
+    def op_insert(key):
+        return execute(b'gl_insert', (key, encoded[key % nv]))
+
+    def op_select(key):
+        rows = execute(b'gl_select', (key,))
+        return rows[0] if rows else rows
+
+    def op_update(key):
+        return execute(b'gl_update', (encoded[(key + 1) % nv], key))
+
+    def op_delete(key):
+        return execute(b'gl_delete', (key,))
+
+    def op_scan(key):
+        return [(int(r[0]), r[1]) for r in execute(b'gl_scan', (key, scan_length(key)))]
+
+    def op_rmw(key):
+        # Two statements in autocommit, as YCSB's read-modify-write: not atomic.
+        if not execute(b'gl_select', (key,)):
+            return 0
+        return execute(b'gl_update', (encoded[(key + 2) % nv], key))
+    return {'insert': op_insert, 'select': op_select, 'update': op_update,
+            'delete': op_delete, 'scan': op_scan, 'rmw': op_rmw}
+
+
+class PipelinedBackend(base.Backend):
+    connector = 'pipelined'
+
+    def __init__(self, config, dsn, password):
+        base.Backend.__init__(self, config)
+        self.opts = config.opts
+        self.dsn, self.password = dsn, password
+        self.host, self.port, self.user, self.database, self._secret = target(dsn, password)
+        self.values = workload.values(config.load.value_size)
+        self.conns = []
+        self._ops = []
+        self._version = None
+
+    def _connection(self, statements=(), name='pg-pipelined', reconnect=True):
+        c = self.config
+        return PipelinedConnection(self.host, self.port, self.user, self._secret,
+                                   self.database, timeout=c.limits.timeout,
+                                   connect_timeout=c.limits.connect_timeout,
+                                   statements=statements, reconnect=reconnect,
+                                   outage_limit=c.limits.outage_limit, name=name)
+
+    def describe(self):
+        n = self.opts.pool_size
+        return ('pipelined connector (extended protocol, statements in flight together), '
+                '%d greenlets on %d connection%s, prepared statements'
+                % (self.config.load.greenlets, n, '' if n == 1 else 's'))
+
+    def address(self):
+        return '%s:%s' % (self.host, self.port)
+
+    def server_version(self):
+        return self._version
+
+    def open(self):
+        setup = self._connect(self._connection(name='pg-setup', reconnect=False))
+        try:
+            self._version = (setup.server_version or '').split(' ')[0] or None
+            self._check_schema(setup)
+        finally:
+            setup.close()
+        statements = [(name, sql.format(t=self.opts.table)) for name, sql in STATEMENTS]
+        for i in range(self.opts.pool_size):
+            self.conns.append(self._connect(self._connection(statements,
+                                                             'pg-pipelined-%d' % i)))
+        self._ops = [make_ops(conn, self.values) for conn in self.conns]
+
+    def _connect(self, conn):
+        """conn.connect(), its refusal told as the psycopg2 path tells it."""
+        try:
+            return conn.connect()
+        except errors.AuthError as e:
+            raise errors.AuthError('%s; check the user and password in --dsn (or PGPASSWORD)'
+                                   % e)
+        except errors.SchemaError as e:
+            if 'database "' in str(e):   # 3D000 at the login, not a statement
+                raise errors.SchemaError('%s; create it (createdb) or name another in --dsn'
+                                         % e)
+            raise
+        except errors.ConnectError as e:
+            raise errors.ConnectError('%s. Start a server there, point --dsn at one, or use '
+                                      '--spawn for a private one' % e)
+
+    def _check_schema(self, conn):
+        table = self.opts.table
+        schema = SCHEMA_KV.format(t=table)
+        try:
+            if conn.query('SELECT to_regclass($1)', (table,))[0][0] is None:
+                if not self.opts.init:
+                    raise missing_tables([table], schema)
+                conn.query(schema)
+        except errors.OpError as e:
+            raise errors.SetupError('cannot check table %s on PostgreSQL at %s: %s'
+                                    % (table, conn.address, e))
+
+    def worker_ops(self, worker):
+        return self._ops[worker % len(self._ops)]
+
+    def io_counts(self):
+        total = {}
+        for conn in self.conns:
+            for k, v in conn.stats().items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    def reconnects(self):
+        return sum(conn.reconnects for conn in self.conns)
+
+    def server_metrics(self, pid):
+        from gloaddriver.backends.postgres import metrics
+        from gloaddriver.backends.postgres import pool as pgpool
+        c = self.config
+        return metrics.sampler(pgpool.Pool(self.dsn, 1, password=self.password,
+                                           connect_timeout=c.limits.connect_timeout,
+                                           timeout=c.limits.timeout), pid)
+
+    def verify_reader(self):
+        """--verify: the keys read back a thousand at a time (id = ANY) on a pipelined
+        connection of its own, made once the server is back (it may be restarting)."""
+        c = self.config
+        deadline = clock() + c.limits.outage_limit
+        statement = (VERIFY[0], VERIFY[1].format(t=self.opts.table))
+        while True:
+            try:
+                conn = self._connection([statement], 'pg-verify', reconnect=False).connect()
+                break
+            except errors.ConnectError:
+                if clock() > deadline:
+                    raise
+                gevent.sleep(0.25)
+        state = value_state(self.values)
+
+        def read(keys):
+            out = []
+            for i in range(0, len(keys), 1000):
+                part = keys[i:i + 1000]
+                rows = conn.execute(statement[0], ('{%s}' % ','.join(str(k) for k in part),))
+                got = dict((int(r[0]), r[1]) for r in rows)
+                out.extend(state(k, got.get(k)) for k in part)
+            return out
+        read.close = conn.close
+        return read
+
+    def close(self):
+        for conn in self.conns:
+            conn.close()
+        self.conns = []
