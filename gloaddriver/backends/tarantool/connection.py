@@ -3,8 +3,8 @@
 How a request travels (README, "The buffered connector", says why):
 
 * the caller encodes its frame straight into the shared outgoing bytearray,
-  parks on a ``Waiter`` keyed by its sync id and, if no flush is pending,
-  schedules one hub callback;
+  files its own greenlet under its sync id, schedules one hub callback if no
+  flush is pending, and parks by switching to the hub;
 * that callback sends the whole buffer with one ``send``. No timer is needed
   for batching: every caller woken in one loop pass appends its next request
   before the hub runs its callbacks, so one send carries the whole batch
@@ -35,7 +35,7 @@ import socket as _stdsocket
 import gevent
 from gevent import socket as gsocket
 from gevent.event import Event
-from gevent.hub import Waiter, get_hub
+from gevent.hub import Waiter, get_hub, getcurrent
 import msgpack
 
 from gloaddriver import errors
@@ -244,14 +244,15 @@ class Connection(object):
             self._wait_ready()
         self._sync = sync = self._sync + 1
         encode(self._out, sync, *args)
-        w = self._waiters[sync] = Waiter(self._hub)
+        waiters = self._waiters
+        waiters[sync] = getcurrent()
         self.requests += 1
         if not self._flush_pending:
             # First request since the last flush: one hub callback sends them
             # all, after every caller woken in this loop pass has appended.
             self._flush_pending = True
             self._callback(self._flush)
-        return _await_reply(w)
+        return _await_reply(self._hub, waiters, sync)
 
     def rows_frame(self, code, body):
         """``rows_request`` for a body the caller packed itself (packed.py): the
@@ -263,12 +264,13 @@ class Connection(object):
         out += _pack_head(0xce, _HEAD_AFTER_LEN + len(body), 0x82, P.REQUEST_TYPE, code,
                           P.SYNC, 0xcf, sync)
         out += body
-        w = self._waiters[sync] = Waiter(self._hub)
+        waiters = self._waiters
+        waiters[sync] = getcurrent()
         self.requests += 1
         if not self._flush_pending:
             self._flush_pending = True
             self._callback(self._flush)
-        return _await_reply(w)
+        return _await_reply(self._hub, waiters, sync)
 
     def _space(self, space):
         return space if space.__class__ is int else self.space_id(space)
@@ -408,7 +410,6 @@ class Connection(object):
         feed, unpack, tell, read_bytes = (unpacker.feed, unpacker.unpack, unpacker.tell,
                                           unpacker.read_bytes)
         recv_into = raw.recv_into
-        callback = self._callback
         overlap = self.overlap
         Rows = P.Rows
         empty_bodies = P.EMPTY_BODIES
@@ -542,12 +543,19 @@ class Connection(object):
             waiters = self._waiters
             if expired_below is None or not waiters or min(waiters) > expired_below:
                 continue
-            for sync in [s for s in waiters if s <= expired_below]:
-                w = waiters.pop(sync)
-                self._callback(w.throw, errors.RequestTimeout(
-                    'no reply from %s within %.1f s' % (self.address, self.timeout)))
-            if self._room_waiters and len(waiters) < self.max_pending:
-                self._wake_room()
+            # Thrown from the hub, each popped just before: a reply that comes
+            # first, or a caller that left, takes its sync out of the list.
+            self._callback(self._expire, waiters, [s for s in waiters if s <= expired_below],
+                           'no reply from %s within %.1f s' % (self.address, self.timeout))
+
+    def _expire(self, waiters, syncs, message):
+        """Hub callback: fail the requests ``syncs`` of ``waiters`` still parked."""
+        for sync in syncs:
+            g = waiters.pop(sync, None)
+            if g is not None:
+                g.throw(errors.RequestTimeout(message))
+        if self._room_waiters and len(self._waiters) < self.max_pending:
+            self._wake_room()
 
     # -- losing and regaining the socket ----------------------------------------
 
@@ -564,15 +572,21 @@ class Connection(object):
             pass
         pending, self._waiters = self._waiters, {}
         self._out = bytearray()
-        # Every pending request fails now, each with its own exception object
-        # (one shared instance would accumulate tracebacks across greenlets).
-        message = str(exc)
-        for w in pending.values():
-            self._callback(w.throw, exc.__class__(message))
+        # Every pending request fails in the next hub pass, each with its own
+        # exception object (one shared instance would accumulate tracebacks
+        # across greenlets).
+        self._callback(self._fail_all, pending, exc.__class__, str(exc))
         self._wake_room()
         if not self._closed and self.reconnect:
             self._down_since = clock()
             self._greenlets.append(spawn_named(self.name + '-reconnect', self._reconnect_loop))
+
+    @staticmethod
+    def _fail_all(pending, cls, message):
+        """Hub callback: throw into every caller still parked in ``pending``."""
+        while pending:
+            _sync, g = pending.popitem()
+            g.throw(cls(message))
 
     def _reconnect_loop(self):
         delay = 0.05
@@ -622,13 +636,19 @@ _HEAD_AFTER_LEN = P._HEAD_AFTER_LEN
 OVERLAP_MIN = 16
 
 
-def _await_reply(waiter):
-    """Park until the reader hands over the reply.
+def _await_reply(hub, waiters, sync):
+    """Park until the reader hands over the reply (or an error is thrown in).
 
     A function of its own so that a wall-clock profile shows the time spent
     waiting for the server under this name, not as the caller's own work.
+    Woken by anything but the connection (a timeout or kill from outside), the
+    caller takes its entry out itself, so nothing is thrown into it later.
     """
-    return waiter.get()
+    try:
+        return hub.switch()
+    except BaseException:
+        waiters.pop(sync, None)
+        raise
 
 
 def _raw(sock):
