@@ -5,13 +5,13 @@ Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own proce
 
 * Tarantool: the 1.5 KB insert/select/update/delete workload at each concurrency
   (--concurrency, default 1,10,100 greenlets or tasks on one connection) through
-  gloaddriver on 3.11 and 2.7, the hub-driven style (scripts/peers/hubconn.py),
+  gloaddriver on 3.11 and 2.7 (and on 3.11 with --no-overlap, one send per loop pass),
+  the hub-driven style (scripts/peers/hubconn.py),
   asynctnt + uvloop, aiotarantool and gtarantool (2.7). Each run gets a fresh space.
 * PostgreSQL: point selects on a kv table (small values, uniform keys) at
   --pg-conns connections through gloaddriver --prepared, asyncpg + uvloop, psycopg 3,
-  a plain gevent + psycopg2 PREPARE/EXECUTE loop, gloaddriver's optional pipelined
-  connection (backends/postgres/pipelined.py: 1 and 8 greenlets per connection), and
-  pgbench -S -M prepared (-j 1).
+  a plain gevent + psycopg2 PREPARE/EXECUTE loop, gloaddriver --connector pipelined
+  (1 and 8 greenlets per connection), and pgbench -S -M prepared (-j 1).
 
 Runs are interleaved round-robin (every client once per round, the order rotated
 each round), so the machine's noise hits all alike. The table gives medians with
@@ -93,6 +93,8 @@ def from_driver(result):
 
 def tarantool_clients(args):
     c = [(BASE, 'driver', args.python), ('gloaddriver 2.7', 'driver', args.python27),
+         # one send per loop pass, no early half-batch flush: the fewest syscalls
+         ('gloaddriver --no-overlap', 'driver:--no-overlap', args.python),
          ('hub-driven style', 'tnt_hub.py', args.python),
          ('asynctnt+uvloop', 'tnt_asynctnt.py3', args.peers311),
          ('aiotarantool', 'tnt_aiotarantool.py3', args.peers311),
@@ -121,12 +123,13 @@ def run_tarantool(args, say):
                         s:create_index('primary', {parts = {1, 'unsigned'}}) return s.id""",
                                      space)[0]
                     say('round %d, %d concurrent: %s' % (r + 1, c, name))
-                    if how == 'driver':
+                    if how.startswith('driver'):
                         res = from_driver(driver(python, [
                             '--uri', server.uri, '--user', server.user, '--space', space,
                             '--greenlets', str(c), '--ops', str(ops),
                             '--value-size', str(args.value_size),
-                            '--phases', ','.join(phases)] + args.extra, server.password))
+                            '--phases', ','.join(phases)] + how.split(':')[1:] + args.extra,
+                            server.password))
                     else:
                         res = adapter(python, how, {
                             'host': server.host, 'port': server.port, 'user': server.user,
@@ -177,10 +180,10 @@ def postgres_clients(args):
     c = [(BASE, 'driver', args.python), ('asyncpg+uvloop', 'pg_asyncpg.py3', args.peers311),
          ('psycopg 3', 'pg_psycopg3.py3', args.peers311),
          ('gevent+psycopg2 loop', 'pg_gevent_psycopg2.py', args.python),
-         # gloaddriver's optional pipelined connection: one greenlet per connection (the
-         # same concurrency as the others), and 8 per connection (statements pipelined)
-         ('pipelined 1/conn', 'pg_pipelined.py', args.python),
-         ('pipelined 8/conn', 'pg_pipelined.py:8', args.python),
+         # gloaddriver --connector pipelined on the same connections: one greenlet per
+         # connection (the others' concurrency), and 8 per connection (pipelined)
+         ('pipelined 1/conn', 'driver:pipelined:1', args.python),
+         ('pipelined 8/conn', 'driver:pipelined:8', args.python),
          ('pgbench -S -M prepared', 'pgbench', None)]
     only = set(args.clients.split(',')) if args.clients else None
     return [x for x in c if only is None or x[0] in only or x[0] == BASE]
@@ -208,11 +211,14 @@ def run_postgres(args, say):
             order = clients[r % len(clients):] + clients[:r % len(clients)]
             for name, how, python in order:
                 say('round %d, postgres %d connections: %s' % (r + 1, n, name))
-                if how == 'driver':
-                    res = from_driver(driver(python, common + [
-                        '--prepared', '--phases', 'select', '--ops', str(args.pg_ops),
+                if how.startswith('driver'):
+                    per = int(how.split(':')[2]) if how.count(':') == 2 else 1
+                    connector = ['--connector', 'pipelined', '--pool-size', str(n)] \
+                        if ':pipelined' in how else ['--prepared']
+                    res = from_driver(driver(python, common + connector + [
+                        '--phases', 'select', '--ops', str(args.pg_ops),
                         '--keys', str(args.pg_keys), '--distribution', 'uniform',
-                        '--seed', str(r + 1), '--greenlets', str(n)] + args.pg_extra,
+                        '--seed', str(r + 1), '--greenlets', str(n * per)] + args.pg_extra,
                         server.password))
                 elif how == 'pgbench':
                     res = pgbench(server, n, args.pg_ops) if which('pgbench') else None
