@@ -23,6 +23,7 @@ from gloaddriver import errors, workload
 from gloaddriver._compat import clock
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
+from gloaddriver.backends.shared_socket import summed_stats
 from gloaddriver.backends.postgres.workloads import SCHEMA_KV, missing_tables, value_state
 
 STATEMENTS = (
@@ -179,11 +180,7 @@ class PipelinedBackend(base.Backend):
         return self._ops[worker % len(self._ops)]
 
     def io_counts(self):
-        total = {}
-        for conn in self.conns:
-            for k, v in conn.stats().items():
-                total[k] = total.get(k, 0) + v
-        return total
+        return summed_stats(self.conns)
 
     def reconnects(self):
         return sum(conn.reconnects for conn in self.conns)

@@ -11,7 +11,8 @@ the replies, which come back in order, and switches to each waiting caller. One
 Sync per statement keeps each statement its own transaction (autocommit) and an
 error confined to its statement.
 
-Failure rules, as the Tarantool connector's: every wait is bounded (the request
+Failure rules, as the Tarantool connector's (the socket's I/O, connecting and
+reconnecting are ``shared_socket.SharedSocket``'s, which both share): every wait is bounded (the request
 timeout, the connect timeout). A request older than the timeout fails with
 RequestTimeout and its reply, when it comes, is counted ``late`` and dropped: replies
 come in send order, so its place in the queue is kept. When the socket dies (or the
@@ -23,13 +24,12 @@ after ``outage_limit`` seconds down they fail at once with GaveUp.
 Scope: prepared statements (``prepare`` once, then ``execute``) and one-off
 ``query`` calls, text parameters and text results; authentication by SCRAM-SHA-256,
 md5 or password; TCP only. No COPY, no TLS. ``--connector pipelined`` runs the kv
-workload on it (``kv_pipelined``); scripts/peers/pg_pipelined.py measures it alone.
+workload on it (``kv_pipelined``).
 """
 from __future__ import absolute_import, division, print_function
 
 import base64
 import collections
-import errno
 import hashlib
 import hmac
 import os
@@ -37,18 +37,16 @@ import socket as _stdsocket
 import struct
 
 import gevent
-from gevent import socket as gsocket
-from gevent.event import Event
-from gevent.hub import Waiter, get_hub
+from gevent.hub import Waiter
 
 from gloaddriver import errors
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver._compat import clock
+from gloaddriver.backends.shared_socket import SharedSocket
 
 _I = struct.Struct('!I')
 _IH = struct.Struct('!IH')
 _H = struct.Struct('!H')
 _i = struct.Struct('!i')
-_WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
 # Execute (unnamed portal, all rows) and Sync: the same 14 bytes after every Bind.
 _EXECUTE_SYNC = b'E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04'
 _SYNC = b'S\x00\x00\x00\x04'
@@ -125,89 +123,40 @@ def _scram_client(password, user_nonce=None):
     yield final_bare + b',p=' + base64.b64encode(proof)
 
 
-class PipelinedConnection(object):
+class PipelinedConnection(SharedSocket):
     """One socket, any number of greenlets; ``execute(name, params)`` returns the rows
     (lists of text or None) of a prepared statement, or the rows it changed.
 
     ``statements``: (name, sql) prepared on every socket before it is used, the first
-    and each one after a reconnect (``prepare`` adds to them). Counters (plain ints):
-    ``requests``, ``responses``, ``sends``, ``recvs`` (recv calls that returned data),
-    ``late`` (replies to requests that had timed out), ``reconnects``,
-    ``outage_seconds``.
+    and each one after a reconnect (``prepare`` adds to them). The socket's I/O and
+    counters are shared_socket.SharedSocket's.
     """
+
+    server = 'PostgreSQL'
 
     def __init__(self, host, port, user, password=None, database=None, timeout=5.0,
                  connect_timeout=3.0, statements=(), reconnect=True, outage_limit=30.0,
                  name='pg-pipelined'):
-        self.host, self.port, self.user = host, port, user
+        SharedSocket.__init__(self, host, port, timeout=timeout,
+                              connect_timeout=connect_timeout, reconnect=reconnect,
+                              outage_limit=outage_limit, name=name)
+        self.user = user
         self._password = password or ''
         self.database = database or user
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.reconnect = reconnect
-        self.outage_limit = outage_limit
-        self.name = name
-        self.server_version = None
         self._statements = list(statements)
-        self._hub = get_hub()
-        self._callback = self._hub.loop.run_callback
-        self._sock = None
-        self._io = None             # (read watcher, write watcher, send) of the live socket
-        self._out = bytearray()
-        self._flush_pending = False
         # The waiters of the requests sent and not yet answered, in send order: request
         # number ``requests - len + 1`` first. A timed-out one is left as None, so that
         # its reply still finds its place.
         self._pending = collections.deque()
         self._expired = 0           # the newest request number the sweeper failed
-        self._up = Event()
-        self._closed = False
-        self._gave_up = None
-        self._down_since = None
-        self._greenlets = []
-        self.requests = self.responses = self.sends = self.recvs = 0
-        self.late = self.reconnects = 0
-        self.outage_seconds = 0.0
-        self.last_error = None
-
-    @property
-    def address(self):
-        return '%s:%s' % (self.host, self.port)
 
     # -- connecting -----------------------------------------------------------------
 
-    def connect(self):
-        """Open, log in, prepare the statements; raise a SetupError on failure."""
-        self._attach(self._open())
-        self._greenlets.append(spawn_named(self.name + '-sweeper', self._sweep))
-        return self
-
-    def _open(self):
-        timer = gevent.Timeout(self.connect_timeout)
-        timer.start()
-        sock = None
-        try:
-            try:
-                sock = _connect_socket(self.host, self.port)
-                sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
-                buf = self._startup(sock)
-                if self._statements:
-                    self._prepare_all(sock, buf)
-                return sock
-            except gevent.Timeout as t:
-                if t is not timer:
-                    raise
-                raise errors.ConnectError('no answer from PostgreSQL at %s within %.1f s'
-                                          % (self.address, self.connect_timeout))
-            except (_stdsocket.error, OSError, EOFError) as e:
-                raise errors.ConnectError('cannot connect to PostgreSQL at %s: %s'
-                                          % (self.address, _reason(e)))
-        except BaseException:
-            if sock is not None:
-                sock.close()
-            raise
-        finally:
-            timer.close()
+    def _handshake(self, sock):
+        """Log in, prepare the statements."""
+        buf = self._startup(sock)
+        if self._statements:
+            self._prepare_all(sock, buf)
 
     def _startup(self, sock):
         """Log in; returns what was read past ReadyForQuery (nothing, normally)."""
@@ -280,32 +229,13 @@ class PipelinedConnection(object):
             raise errors.ConnectError('PostgreSQL at %s sent more than it was asked for'
                                       % self.address)
 
-    def _attach(self, sock):
-        self._greenlets = [g for g in self._greenlets if not g.dead]
-        self._sock = sock
-        self._out = bytearray()
-        self._flush_pending = False
-        raw = getattr(sock, '_sock', sock)
-        loop = self._hub.loop
-        reader, writer = loop.io(raw.fileno(), 1), loop.io(raw.fileno(), 2)
-        self._io = (reader, writer, raw.send)
-        reader.start(self._reader(sock, raw))
-        self._up.set()
-
-    def close(self):
-        """Close for good: pending requests fail, background greenlets stop."""
-        self._closed = True
-        sock, io = self._sock, self._io
-        if sock is not None:
-            if io is not None and not self._out:
-                try:
-                    io[2](_TERMINATE)   # a polite goodbye, if the socket takes it now
-                except (_stdsocket.error, OSError):
-                    pass
-            self._lost(sock, errors.NetworkError('connection closed by the client'))
-        self._up.set()   # release anybody waiting for a reconnect
-        gevent.killall([g for g in self._greenlets if g is not gevent.getcurrent()], block=False)
-        self._greenlets = []
+    def _goodbye(self):
+        io = self._io
+        if io is not None and not self._out:
+            try:
+                io[2](_TERMINATE)   # a polite goodbye, if the socket takes it now
+            except (_stdsocket.error, OSError):
+                pass
 
     # -- statements -----------------------------------------------------------------
 
@@ -335,57 +265,6 @@ class PipelinedConnection(object):
             self._callback(self._flush)
         return w.get()
 
-    def _wait_ready(self):
-        """Slow path of a request: not connected."""
-        while True:
-            if self._gave_up is not None:
-                raise errors.GaveUp(self._gave_up)
-            if self._closed:
-                raise errors.NotConnected('connection to PostgreSQL at %s is closed'
-                                          % self.address)
-            if self._sock is not None:
-                return
-            if not self._up.wait(self.timeout) or self._sock is None:
-                if self._gave_up is not None:
-                    raise errors.GaveUp(self._gave_up)
-                raise errors.NotConnected('not connected to PostgreSQL at %s (reconnecting: %s)'
-                                          % (self.address, self.last_error))
-
-    # -- I/O in the hub ---------------------------------------------------------------
-
-    def _flush(self):
-        io = self._io
-        data = self._out
-        if io is None or not data:
-            self._flush_pending = False
-            return
-        if io[1].active:
-            return
-        self._out = bytearray()
-        try:
-            sent = io[2](data)
-        except (_stdsocket.error, OSError) as e:
-            if e.args and e.args[0] in _WOULD_BLOCK:
-                sent = 0
-            else:
-                self._flush_pending = False
-                return self._lost(self._sock, errors.NetworkError(
-                    'connection to PostgreSQL at %s lost while sending: %s'
-                    % (self.address, _reason(e))))
-        if sent:
-            self.sends += 1
-        if sent < len(data):
-            self._out[:0] = memoryview(data)[sent:]
-            io[1].start(self._writable)
-            return
-        self._flush_pending = False
-
-    def _writable(self):
-        io = self._io
-        if io is not None:
-            io[1].stop()
-            self._flush()
-
     def _reader(self, sock, raw):
         """The read watcher's callback for ``sock``: runs in the hub, parses what is
         there and switches to each waiting caller in turn."""
@@ -401,11 +280,8 @@ class PipelinedConnection(object):
                 try:
                     n = recv_into(buf)
                 except (_stdsocket.error, OSError) as e:
-                    if e.args and e.args[0] in _WOULD_BLOCK:
-                        return
-                    return self._lost(sock, errors.NetworkError(
-                        'connection to PostgreSQL at %s lost while reading: %s'
-                        % (self.address, _reason(e))))
+                    self._read_error(sock, e)
+                    return
                 if not n:
                     return self._lost(sock, errors.NetworkError(
                         'PostgreSQL at %s closed the connection' % self.address))
@@ -485,7 +361,7 @@ class PipelinedConnection(object):
         state['rows'], state['count'], state['error'] = rows, count, error
         return None
 
-    def _sweep(self):
+    def _sweep_loop(self):
         """Fail the requests older than the timeout.
 
         Each tick remembers the newest request number; a mark older than the timeout
@@ -518,61 +394,13 @@ class PipelinedConnection(object):
 
     # -- losing and regaining the socket ----------------------------------------------
 
-    def _lost(self, sock, exc):
-        if sock is None or self._sock is not sock:
-            return
-        self._sock = None
-        self._up.clear()
-        self.last_error = str(exc)
-        io, self._io = self._io, None
-        if io is not None:   # before the close: libev must not watch a closed descriptor
-            io[0].close()
-            io[1].close()
-        try:
-            sock.close()
-        except Exception:
-            pass
+    def _fail_pending(self, exc):
+        """The socket is lost: every pending request fails, each with an exception of
+        its own (tracebacks would pile up on a shared one)."""
         pending, self._pending = self._pending, collections.deque()
-        self._out = bytearray()
-        self._flush_pending = False
         for w in pending:
             if w is not None:
                 self._callback(w.throw, _copy(exc))
-        if not self._closed and self.reconnect:
-            self._down_since = clock()
-            self._greenlets.append(spawn_named(self.name + '-reconnect', self._reconnect_loop))
-
-    def _reconnect_loop(self):
-        delay = 0.05
-        started = self._down_since
-        while not self._closed:
-            gevent.sleep(delay)
-            try:
-                sock = self._open()
-            except errors.GloadError as e:
-                self.last_error = str(e)
-                if clock() - started > self.outage_limit:
-                    self._gave_up = ('PostgreSQL at %s unreachable for %.0f s (last error: %s); '
-                                     'giving up' % (self.address, clock() - started, e))
-                    self._up.set()   # wake the waiters so they see _gave_up
-                    return
-                # Capped low: a server that comes back is found within a quarter second.
-                delay = min(delay * 2, 0.25)
-                continue
-            if self._closed:
-                sock.close()
-                return
-            self.reconnects += 1
-            self.outage_seconds += clock() - started
-            self._down_since = None
-            self._attach(sock)
-            return
-
-    def stats(self):
-        """Counters as a dict (for reports)."""
-        return {'requests': self.requests, 'responses': self.responses, 'sends': self.sends,
-                'recvs': self.recvs, 'late': self.late, 'reconnects': self.reconnects,
-                'outage_seconds': self.outage_seconds}
 
 
 def _send(sock, kind, body):
@@ -599,37 +427,3 @@ def _error_fields(payload):
         if part:
             out[part[:1].decode('ascii')] = part[1:].decode('utf-8', 'replace')
     return out
-
-
-def _connect_socket(host, port):
-    """A connected gevent socket; no resolver thread for an IP literal (on 2.7 that
-    thread alone makes the GIL hand off every check interval: futex calls per op)."""
-    for family in (_stdsocket.AF_INET, getattr(_stdsocket, 'AF_INET6', None)):
-        if family is None:
-            continue
-        try:
-            _stdsocket.inet_pton(family, host)
-        except (_stdsocket.error, ValueError, OSError):
-            continue
-        sock = gsocket.socket(family, _stdsocket.SOCK_STREAM)
-        try:
-            sock.connect((host, port))
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-    return gsocket.create_connection((host, port))
-
-
-def _reason(exc):
-    """A short text for a socket error: 'connection refused', not a repr."""
-    if isinstance(exc, EOFError):
-        return str(exc) or 'connection closed'
-    code = getattr(exc, 'errno', None)
-    if code == errno.ECONNREFUSED:
-        return 'connection refused'
-    if code == errno.ECONNRESET:
-        return 'connection reset by peer'
-    if code == errno.EPIPE:
-        return 'broken pipe'
-    return (getattr(exc, 'strerror', None) or str(exc) or exc.__class__.__name__).lower()

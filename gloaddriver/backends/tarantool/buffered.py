@@ -14,6 +14,7 @@ import gevent.pool
 from gloaddriver import errors, workload
 from gloaddriver._compat import clock
 from gloaddriver.backends import base
+from gloaddriver.backends.shared_socket import summed_stats
 from gloaddriver.backends.tarantool import packed
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import requests
@@ -150,11 +151,7 @@ class BufferedBackend(TarantoolBackend):
         return self.conns[worker % len(self.conns)]
 
     def io_counts(self):
-        total = {}
-        for conn in self.conns:
-            for k, v in conn.stats().items():
-                total[k] = total.get(k, 0) + v
-        return total
+        return summed_stats(self.conns)
 
     def reconnects(self):
         return sum(conn.reconnects for conn in self.conns)

@@ -20,126 +20,76 @@ How a request travels (README, "The buffered connector", says why):
   UCS4 unicode object on 2.7 unless something reads it.
 
 Failure rules: every wait is bounded (request timeout, connect timeout); when
-the socket dies EVERY pending waiter fails at once with a NetworkError, the
+the socket dies EVERY pending request fails at once with a NetworkError, the
 unsent buffer is discarded with them (each of those requests has a waiter, so
 nothing is dropped silently), and a reconnect loop with backoff takes over.
 Callers that arrive while it is down wait for it up to the request timeout,
 then fail with NotConnected; after ``outage_limit`` seconds they fail with
-GaveUp at once so a run can stop instead of spinning.
+GaveUp at once so a run can stop instead of spinning. That half, the socket's
+I/O, is ``shared_socket.SharedSocket``, which the pipelined PostgreSQL
+connection shares; this module is the IPROTO half.
+
+Parking is a bare greenlet switch, not a gevent ``Waiter`` (one object and two
+Cython calls less per request). What makes that safe is one invariant:
+``waiters[sync]`` holds a greenlet exactly while that greenlet is parked on that
+request. Whoever wakes it (the reader with its reply, an expiry or a lost
+socket with an error) pops the entry first, in the hub; a greenlet woken by
+anything else (a ``gevent.Timeout`` of a workload file, a kill) pops its own
+entry as it leaves. So no wake-up lands in a greenlet that has moved on.
 """
 from __future__ import absolute_import, division, print_function
 
-import errno
 import socket as _stdsocket
 
 import gevent
-from gevent import socket as gsocket
-from gevent.event import Event
-from gevent.hub import Waiter, get_hub, getcurrent
+from gevent.hub import Waiter, getcurrent
 import msgpack
 
 from gloaddriver import errors
+from gloaddriver.backends.shared_socket import SharedSocket
 from gloaddriver.backends.tarantool import protocol as P
-from gloaddriver._compat import clock, spawn_named, to_text
+from gloaddriver._compat import clock, to_text
 
-class Connection(object):
-    """One socket shared by any number of greenlets.
 
-    Counters (plain ints, read by the stats code): ``requests``, ``responses``,
-    ``sends`` (send calls), ``recvs`` (recv calls that returned data),
-    ``late`` (replies to requests that had already timed out), ``reconnects``,
-    ``outage_seconds``.
-    """
+class Connection(SharedSocket):
+    """One socket shared by any number of greenlets (shared_socket.SharedSocket gives
+    the I/O); counters as SharedSocket's, and ``pushes`` and ``schema_fetches``."""
+
+    server = 'Tarantool'
 
     def __init__(self, host, port, user=None, password=None, timeout=5.0,
                  connect_timeout=3.0, max_pending=10000, read_buffer=256 * 1024,
                  reconnect=True, outage_limit=30.0, name='tarantool', overlap=True):
-        self.host = host
-        self.port = port
+        SharedSocket.__init__(self, host, port, timeout=timeout,
+                              connect_timeout=connect_timeout, reconnect=reconnect,
+                              outage_limit=outage_limit, name=name)
         self.user = user
         self._password = password
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
         self.max_pending = max_pending
         self.read_buffer = read_buffer
-        self.reconnect = reconnect
-        self.outage_limit = outage_limit
-        self.name = name
         self.overlap = overlap
-        self.server_version = None
         self.server_greeting = None
-
-        self._hub = get_hub()
-        self._callback = self._hub.loop.run_callback
         self.encoder = P.Encoder()
-        self._sock = None
-        self._up = Event()
-        self._closed = False
-        self._gave_up = None
-        self._down_since = None
         self._sync = 0
         self._waiters = {}
-        self._out = bytearray()
-        self._flush_pending = False
-        self._io = None             # (read watcher, write watcher, send) of the live socket
         self._room_waiters = []
-        self._greenlets = []
         self._space_ids = {}
         self._index_ids = {}
-
-        self.requests = self.responses = self.sends = self.recvs = 0
-        self.late = self.pushes = self.reconnects = self.schema_fetches = 0
-        self.outage_seconds = 0.0
-        self.last_error = None
+        self.pushes = self.schema_fetches = 0
 
     # -- connecting ---------------------------------------------------------
 
-    @property
-    def address(self):
-        return '%s:%s' % (self.host, self.port)
-
-    @property
-    def connected(self):
-        return self._sock is not None
-
-    def connect(self):
-        """Open, read the greeting, authenticate; raise a SetupError on failure."""
-        sock = self._open()
-        self._attach(sock)
-        self._greenlets.append(spawn_named(self.name + '-sweeper', self._sweep_loop))
-        return self
-
-    def _open(self):
-        timer = gevent.Timeout(self.connect_timeout)
-        timer.start()
-        sock = None
+    def _handshake(self, sock):
+        """Read the greeting, authenticate."""
         try:
-            try:
-                sock = _connect_socket(self.host, self.port)
-                sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
-                greeting = _recv_exactly(sock, P.GREETING_SIZE)
-                self.server_greeting, salt = P.parse_greeting(greeting)
-                words = self.server_greeting.split()
-                self.server_version = words[1] if len(words) > 1 else self.server_greeting
-                if self.user and (self.user != 'guest' or self._password):
-                    self._authenticate(sock, salt)
-                return sock
-            except gevent.Timeout as t:
-                if t is not timer:
-                    raise
-                raise errors.ConnectError(
-                    'no answer from Tarantool at %s within %.1f s' % (self.address, self.connect_timeout))
-            except (_stdsocket.error, EOFError, OSError) as e:
-                raise errors.ConnectError(
-                    'cannot connect to Tarantool at %s: %s' % (self.address, _reason(e)))
-            except P.ProtocolError as e:
-                raise errors.ConnectError('%s does not speak IPROTO: %s' % (self.address, e))
-        except BaseException:
-            if sock is not None:
-                sock.close()
-            raise
-        finally:
-            timer.close()
+            greeting = _recv_exactly(sock, P.GREETING_SIZE)
+            self.server_greeting, salt = P.parse_greeting(greeting)
+        except P.ProtocolError as e:
+            raise errors.ConnectError('%s does not speak IPROTO: %s' % (self.address, e))
+        words = self.server_greeting.split()
+        self.server_version = words[1] if len(words) > 1 else self.server_greeting
+        if self.user and (self.user != 'guest' or self._password):
+            self._authenticate(sock, salt)
 
     def _authenticate(self, sock, salt):
         buf = bytearray()
@@ -160,69 +110,23 @@ class Connection(object):
                     'Tarantool at %s refused user %r: %s; check --user and --password '
                     '(or GLOADDRIVER_PASSWORD)' % (self.address, self.user, err.message))
 
-    def _attach(self, sock):
-        # Forget the greenlets of earlier sockets: a long run with many
-        # reconnects would otherwise keep every dead one.
-        self._greenlets = [g for g in self._greenlets if not g.dead]
-        self._sock = sock
-        self._out = bytearray()
-        self._flush_pending = False
-        raw = _raw(sock)
-        loop = self._hub.loop
-        reader = loop.io(raw.fileno(), 1)
-        writer = loop.io(raw.fileno(), 2)
-        self._io = (reader, writer, raw.send)
-        reader.start(self._reader(sock, raw))
-        self._up.set()
-
-    def _stop_io(self):
-        """Stop the socket's watchers: before it closes, never after (libev would
-        watch a closed, perhaps reused, descriptor)."""
-        io, self._io = self._io, None
-        if io is not None:
-            io[0].close()
-            io[1].close()
-
-    def close(self):
-        """Close for good: pending requests fail, background greenlets stop."""
-        self._closed = True
-        sock = self._sock
-        if sock is not None:
-            self._lost(sock, errors.NetworkError('connection closed by the client'))
-        self._up.set()  # release anybody waiting for a reconnect
-        gevent.killall([g for g in self._greenlets if g is not gevent.getcurrent()], block=False)
-        self._greenlets = []
-
     # -- the request path -----------------------------------------------------
 
-    def _wait_ready(self):
-        """Slow path of a request: not connected, or too much in flight."""
-        while True:
-            if self._gave_up is not None:
-                raise errors.GaveUp(self._gave_up)
-            if self._closed:
-                raise errors.NotConnected('connection to %s is closed' % self.address)
-            if self._sock is None:
-                if not self._up.wait(self.timeout) or self._sock is None:
-                    if self._gave_up is not None:
-                        raise errors.GaveUp(self._gave_up)
-                    raise errors.NotConnected(
-                        'not connected to %s (reconnecting: %s)' % (self.address, self.last_error))
-                continue
-            if len(self._waiters) >= self.max_pending:
-                # Backpressure: park until the reader frees room.
-                w = Waiter(self._hub)
-                self._room_waiters.append(w)
-                timer = self._hub.loop.timer(self.timeout)
-                timer.start(w.switch, None)
-                try:
-                    if w.get() is None and len(self._waiters) >= self.max_pending:
-                        raise errors.RequestTimeout(
-                            'no room in the send queue of %s for %.1f s' % (self.address, self.timeout))
-                finally:
-                    timer.close()
-                continue
-            return
+    def _wait_room(self):
+        """Backpressure: park until the reader frees room (True), or there is (False)."""
+        if len(self._waiters) < self.max_pending:
+            return False
+        w = Waiter(self._hub)
+        self._room_waiters.append(w)
+        timer = self._hub.loop.timer(self.timeout)
+        timer.start(w.switch, None)
+        try:
+            if w.get() is None and len(self._waiters) >= self.max_pending:
+                raise errors.RequestTimeout('no room in the send queue of %s for %.1f s'
+                                            % (self.address, self.timeout))
+        finally:
+            timer.close()
+        return True
 
     def request(self, encode, *args):
         """Send the request ``encode(buf, sync, *args)`` builds and park until its reply.
@@ -352,47 +256,7 @@ class Connection(object):
             iid = self._index_ids[key] = rows[0][1]
         return iid
 
-    # -- background greenlets ---------------------------------------------------
-
-    def _flush(self):
-        """Send everything appended since the last flush: a hub callback (scheduled
-        by the first request after a flush) or, for overlap, called by the reader
-        in the middle of a chunk."""
-        io = self._io
-        data = self._out
-        if io is None or not data:
-            self._flush_pending = False
-            return
-        if io[1].active:
-            return   # the socket is full: the write watcher sends when it drains
-        self._out = bytearray()
-        try:
-            # send(), not sendall(): gevent's sendall adds a getsockopt syscall
-            # per call; a batch normally goes out in one send.
-            sent = io[2](data)
-        except (_stdsocket.error, OSError) as e:
-            if e.args and e.args[0] in _WOULD_BLOCK:
-                sent = 0
-            else:
-                self._flush_pending = False
-                return self._lost(self._sock, errors.NetworkError(
-                    'connection to %s lost while sending: %s' % (self.address, _reason(e))))
-        if sent:
-            self.sends += 1
-        if sent < len(data):
-            # The kernel's buffer is full: keep the rest in front of what came since,
-            # and send when the socket is writable again. No new flush is scheduled
-            # meanwhile (_flush_pending stays set).
-            self._out[:0] = memoryview(data)[sent:]
-            io[1].start(self._writable)
-            return
-        self._flush_pending = False
-
-    def _writable(self):
-        io = self._io
-        if io is not None:
-            io[1].stop()
-            self._flush()
+    # -- replies and timeouts (in the hub) ------------------------------------
 
     def _reader(self, sock, raw):
         """The read watcher's callback for ``sock``: runs in the hub.
@@ -428,10 +292,8 @@ class Connection(object):
                 try:
                     n = recv_into(buf)
                 except (_stdsocket.error, OSError) as e:
-                    if e.args and e.args[0] in _WOULD_BLOCK:
-                        return
-                    return self._lost(sock, errors.NetworkError(
-                        'connection to %s lost while reading: %s' % (self.address, _reason(e))))
+                    self._read_error(sock, e)
+                    return
                 if not n:
                     return self._lost(sock, errors.NetworkError(
                         'Tarantool at %s closed the connection' % self.address))
@@ -558,27 +420,13 @@ class Connection(object):
 
     # -- losing and regaining the socket ----------------------------------------
 
-    def _lost(self, sock, exc):
-        if self._sock is not sock:
-            return
-        self._sock = None
-        self._up.clear()
-        self.last_error = str(exc)
-        self._stop_io()
-        try:
-            sock.close()
-        except Exception:
-            pass
+    def _fail_pending(self, exc):
+        """The socket is lost: every pending request fails in the next hub pass,
+        each with its own exception object (one shared instance would accumulate
+        tracebacks across greenlets)."""
         pending, self._waiters = self._waiters, {}
-        self._out = bytearray()
-        # Every pending request fails in the next hub pass, each with its own
-        # exception object (one shared instance would accumulate tracebacks
-        # across greenlets).
         self._callback(self._fail_all, pending, exc.__class__, str(exc))
         self._wake_room()
-        if not self._closed and self.reconnect:
-            self._down_since = clock()
-            self._greenlets.append(spawn_named(self.name + '-reconnect', self._reconnect_loop))
 
     @staticmethod
     def _fail_all(pending, cls, message):
@@ -587,45 +435,10 @@ class Connection(object):
             _sync, g = pending.popitem()
             g.throw(cls(message))
 
-    def _reconnect_loop(self):
-        delay = 0.05
-        started = self._down_since
-        while not self._closed:
-            gevent.sleep(delay)
-            try:
-                sock = self._open()
-            except errors.GloadError as e:
-                self.last_error = str(e)
-                if clock() - started > self.outage_limit:
-                    self._gave_up = ('Tarantool at %s unreachable for %.0f s (last error: %s); '
-                                     'giving up' % (self.address, clock() - started, e))
-                    self._up.set()  # wake waiters so they see _gave_up
-                    return
-                # Capped low: a server that comes back is found within a quarter second,
-                # so an outage measured by the client is within that of the real one.
-                delay = min(delay * 2, 0.25)
-                continue
-            if self._closed:
-                sock.close()
-                return
-            self.reconnects += 1
-            self.outage_seconds += clock() - started
-            self._down_since = None
-            self._attach(sock)
-            return
-
     def stats(self):
-        """Counters as a dict (for reports)."""
-        return {
-            'requests': self.requests, 'responses': self.responses,
-            'sends': self.sends, 'recvs': self.recvs, 'late': self.late,
-            'reconnects': self.reconnects, 'outage_seconds': self.outage_seconds,
-            'schema_fetches': self.schema_fetches,
-        }
+        return dict(SharedSocket.stats(self), schema_fetches=self.schema_fetches)
 
 
-_WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
-# The frame head (length prefix, request type, sync) as protocol.Encoder packs it.
 _pack_head = P._pack_head
 _HEAD_AFTER_LEN = P._HEAD_AFTER_LEN
 # A chunk is split for overlap when each half has 4 replies or more. At 10
@@ -651,38 +464,6 @@ def _await_reply(hub, waiters, sync):
         raise
 
 
-def _raw(sock):
-    """The real socket under a gevent socket (its ``_sock``: the same from gevent
-    22.10 to 26.x), whose recv_into and send return EAGAIN instead of switching to
-    the hub: the connection waits on its own watchers, from the hub."""
-    return getattr(sock, '_sock', sock)
-
-
-def _connect_socket(host, port):
-    """A connected gevent socket; no resolver thread for an IP literal.
-
-    gevent's create_connection resolves even "127.0.0.1" on its thread pool,
-    and once that thread exists, Python 2.7's GIL hands off every check
-    interval: ~0.03-0.06 futex syscalls per op that 3.x does not make (found by
-    "gloaddriver compat"). A literal address needs no resolving at all.
-    """
-    for family in (_stdsocket.AF_INET, getattr(_stdsocket, 'AF_INET6', None)):
-        if family is None:
-            continue
-        try:
-            _stdsocket.inet_pton(family, host)
-        except (_stdsocket.error, ValueError, OSError):
-            continue
-        sock = gsocket.socket(family, _stdsocket.SOCK_STREAM)
-        try:
-            sock.connect((host, port))
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-    return gsocket.create_connection((host, port))
-
-
 def _recv_exactly(sock, size):
     data = bytearray()
     while len(data) < size:
@@ -691,17 +472,3 @@ def _recv_exactly(sock, size):
             raise EOFError('connection closed before the greeting')
         data += chunk
     return data
-
-
-def _reason(exc):
-    """A short text for a socket error: 'connection refused', not a repr."""
-    if isinstance(exc, EOFError):
-        return str(exc) or 'connection closed'
-    code = getattr(exc, 'errno', None)
-    if code == errno.ECONNREFUSED:
-        return 'connection refused'
-    if code == errno.ECONNRESET:
-        return 'connection reset by peer'
-    if code == errno.EPIPE:
-        return 'broken pipe'
-    return (getattr(exc, 'strerror', None) or str(exc) or exc.__class__.__name__).lower()

@@ -1,0 +1,334 @@
+"""One socket that many greenlets share: the I/O half of the buffered Tarantool
+connection (``tarantool.connection``) and of the pipelined PostgreSQL connection
+(``postgres.pipelined``), which each add their protocol.
+
+What does not depend on the protocol lives here:
+
+* connecting within the connect timeout (``_open``), with no resolver thread for an
+  IP literal, then the protocol's handshake on the new socket (``_handshake``);
+* the outgoing buffer and its flush: the first request after a send schedules one hub
+  callback, which sends everything appended in that loop pass with one ``send``; when
+  the kernel's buffer is full, the rest waits for the write watcher;
+* a read watcher on the live socket, whose callback the protocol makes (``_reader``);
+* losing the socket: EVERY pending request fails at once (``_fail_pending``), the
+  unsent buffer goes with them, and a reconnect loop with backoff takes over; a
+  request made meanwhile waits for it up to the request timeout (``_wait_ready``),
+  and after ``outage_limit`` seconds down fails at once with GaveUp.
+
+A subclass sets ``server`` (its name in messages) and gives ``_handshake(sock)``,
+``_reader(sock, raw)``, ``_fail_pending(exc)`` and ``_sweep_loop()`` (which fails the
+requests older than the timeout); ``_wait_room()`` and ``_goodbye()`` are optional.
+"""
+from __future__ import absolute_import, division, print_function
+
+import errno
+import socket as _stdsocket
+
+import gevent
+from gevent import socket as gsocket
+from gevent.event import Event
+from gevent.hub import get_hub
+
+from gloaddriver import errors
+from gloaddriver._compat import clock, spawn_named
+
+WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
+
+
+class SharedSocket(object):
+    """Counters (plain ints, read by the stats code): ``requests``, ``responses``,
+    ``sends`` (send calls), ``recvs`` (recv calls that returned data), ``late``
+    (replies to requests that had already timed out), ``reconnects``,
+    ``outage_seconds``."""
+
+    server = 'the server'
+
+    def __init__(self, host, port, timeout=5.0, connect_timeout=3.0, reconnect=True,
+                 outage_limit=30.0, name='connection'):
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.reconnect = reconnect
+        self.outage_limit = outage_limit
+        self.name = name
+        self.server_version = None
+
+        self._hub = get_hub()
+        self._callback = self._hub.loop.run_callback
+        self._sock = None
+        self._io = None             # (read watcher, write watcher, send) of the live socket
+        self._out = bytearray()
+        self._flush_pending = False
+        self._up = Event()
+        self._closed = False
+        self._gave_up = None
+        self._down_since = None
+        self._greenlets = []
+
+        self.requests = self.responses = self.sends = self.recvs = 0
+        self.late = self.reconnects = 0
+        self.outage_seconds = 0.0
+        self.last_error = None
+
+    @property
+    def address(self):
+        return '%s:%s' % (self.host, self.port)
+
+    @property
+    def connected(self):
+        return self._sock is not None
+
+    # -- connecting -------------------------------------------------------------------
+
+    def connect(self):
+        """Open and hand-shake (log in...); raise a SetupError on failure."""
+        self._attach(self._open())
+        self._greenlets.append(spawn_named(self.name + '-sweeper', self._sweep_loop))
+        return self
+
+    def _open(self):
+        timer = gevent.Timeout(self.connect_timeout)
+        timer.start()
+        sock = None
+        try:
+            try:
+                sock = connect_socket(self.host, self.port)
+                sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
+                self._handshake(sock)
+                return sock
+            except gevent.Timeout as t:
+                if t is not timer:
+                    raise
+                raise errors.ConnectError('no answer from %s at %s within %.1f s'
+                                          % (self.server, self.address, self.connect_timeout))
+            except (_stdsocket.error, EOFError, OSError) as e:
+                raise errors.ConnectError('cannot connect to %s at %s: %s'
+                                          % (self.server, self.address, reason(e)))
+        except BaseException:
+            if sock is not None:
+                sock.close()
+            raise
+        finally:
+            timer.close()
+
+    def _attach(self, sock):
+        # Forget the greenlets of earlier sockets: a long run with many
+        # reconnects would otherwise keep every dead one.
+        self._greenlets = [g for g in self._greenlets if not g.dead]
+        self._sock = sock
+        self._out = bytearray()
+        self._flush_pending = False
+        raw = real_socket(sock)
+        loop = self._hub.loop
+        reader = loop.io(raw.fileno(), 1)
+        writer = loop.io(raw.fileno(), 2)
+        self._io = (reader, writer, raw.send)
+        reader.start(self._reader(sock, raw))
+        self._up.set()
+
+    def _stop_io(self):
+        """Stop the socket's watchers: before it closes, never after (libev would
+        watch a closed, perhaps reused, descriptor)."""
+        io, self._io = self._io, None
+        if io is not None:
+            io[0].close()
+            io[1].close()
+
+    def close(self):
+        """Close for good: pending requests fail, background greenlets stop."""
+        self._closed = True
+        sock = self._sock
+        if sock is not None:
+            self._goodbye()
+            self._lost(sock, errors.NetworkError('connection closed by the client'))
+        self._up.set()  # release anybody waiting for a reconnect
+        gevent.killall([g for g in self._greenlets if g is not gevent.getcurrent()], block=False)
+        self._greenlets = []
+
+    def _goodbye(self):
+        """What the protocol says before the client closes (nothing by default)."""
+
+    # -- the slow path of a request -----------------------------------------------------
+
+    def _wait_ready(self):
+        """Not connected, or (``_wait_room``) too much in flight: wait, within the
+        request timeout, or fail."""
+        while True:
+            if self._gave_up is not None:
+                raise errors.GaveUp(self._gave_up)
+            if self._closed:
+                raise errors.NotConnected('connection to %s at %s is closed'
+                                          % (self.server, self.address))
+            if self._sock is None:
+                if not self._up.wait(self.timeout) or self._sock is None:
+                    if self._gave_up is not None:
+                        raise errors.GaveUp(self._gave_up)
+                    raise errors.NotConnected('not connected to %s at %s (reconnecting: %s)'
+                                              % (self.server, self.address, self.last_error))
+                continue
+            if not self._wait_room():
+                return
+
+    def _wait_room(self):
+        """Backpressure: True after waiting for room in flight, False when there is."""
+        return False
+
+    # -- I/O in the hub -------------------------------------------------------------------
+
+    def _flush(self):
+        """Send everything appended since the last flush: a hub callback (scheduled
+        by the first request after a flush), or called by a reader mid-chunk."""
+        io = self._io
+        data = self._out
+        if io is None or not data:
+            self._flush_pending = False
+            return
+        if io[1].active:
+            return   # the socket is full: the write watcher sends when it drains
+        self._out = bytearray()
+        try:
+            # send(), not sendall(): gevent's sendall adds a getsockopt syscall
+            # per call; a batch normally goes out in one send.
+            sent = io[2](data)
+        except (_stdsocket.error, OSError) as e:
+            if e.args and e.args[0] in WOULD_BLOCK:
+                sent = 0
+            else:
+                self._flush_pending = False
+                return self._lost(self._sock, errors.NetworkError(
+                    'connection to %s at %s lost while sending: %s'
+                    % (self.server, self.address, reason(e))))
+        if sent:
+            self.sends += 1
+        if sent < len(data):
+            # The kernel's buffer is full: keep the rest in front of what came since,
+            # and send when the socket is writable again. No new flush is scheduled
+            # meanwhile (_flush_pending stays set).
+            self._out[:0] = memoryview(data)[sent:]
+            io[1].start(self._writable)
+            return
+        self._flush_pending = False
+
+    def _writable(self):
+        io = self._io
+        if io is not None:
+            io[1].stop()
+            self._flush()
+
+    def _read_error(self, sock, exc):
+        """A recv failed: lose the socket, unless it only had nothing to read (True)."""
+        if exc.args and exc.args[0] in WOULD_BLOCK:
+            return True
+        self._lost(sock, errors.NetworkError('connection to %s at %s lost while reading: %s'
+                                             % (self.server, self.address, reason(exc))))
+        return False
+
+    # -- losing and regaining the socket ---------------------------------------------------
+
+    def _lost(self, sock, exc):
+        if sock is None or self._sock is not sock:
+            return
+        self._sock = None
+        self._up.clear()
+        self.last_error = str(exc)
+        self._stop_io()
+        try:
+            sock.close()
+        except Exception:
+            pass
+        self._out = bytearray()
+        self._flush_pending = False
+        self._fail_pending(exc)
+        if not self._closed and self.reconnect:
+            self._down_since = clock()
+            self._greenlets.append(spawn_named(self.name + '-reconnect', self._reconnect_loop))
+
+    def _reconnect_loop(self):
+        delay = 0.05
+        started = self._down_since
+        while not self._closed:
+            gevent.sleep(delay)
+            try:
+                sock = self._open()
+            except errors.GloadError as e:
+                self.last_error = str(e)
+                if clock() - started > self.outage_limit:
+                    self._gave_up = ('%s at %s unreachable for %.0f s (last error: %s); '
+                                     'giving up' % (self.server, self.address,
+                                                    clock() - started, e))
+                    self._up.set()  # wake waiters so they see _gave_up
+                    return
+                # Capped low: a server that comes back is found within a quarter second,
+                # so an outage measured by the client is within that of the real one.
+                delay = min(delay * 2, 0.25)
+                continue
+            if self._closed:
+                sock.close()
+                return
+            self.reconnects += 1
+            self.outage_seconds += clock() - started
+            self._down_since = None
+            self._attach(sock)
+            return
+
+    def stats(self):
+        """Counters as a dict (for reports)."""
+        return {'requests': self.requests, 'responses': self.responses, 'sends': self.sends,
+                'recvs': self.recvs, 'late': self.late, 'reconnects': self.reconnects,
+                'outage_seconds': self.outage_seconds}
+
+
+def summed_stats(conns):
+    """The counters of several connections, added up."""
+    total = {}
+    for conn in conns:
+        for k, v in conn.stats().items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def real_socket(sock):
+    """The real socket under a gevent socket (its ``_sock``: the same from gevent
+    22.10 to 26.x), whose recv_into and send return EAGAIN instead of switching to
+    the hub: the connection waits on its own watchers, from the hub."""
+    return getattr(sock, '_sock', sock)
+
+
+def connect_socket(host, port):
+    """A connected gevent socket; no resolver thread for an IP literal.
+
+    gevent's create_connection resolves even "127.0.0.1" on its thread pool,
+    and once that thread exists, Python 2.7's GIL hands off every check
+    interval: ~0.03-0.06 futex syscalls per op that 3.x does not make (found by
+    "gloaddriver compat"). A literal address needs no resolving at all.
+    """
+    for family in (_stdsocket.AF_INET, getattr(_stdsocket, 'AF_INET6', None)):
+        if family is None:
+            continue
+        try:
+            _stdsocket.inet_pton(family, host)
+        except (_stdsocket.error, ValueError, OSError):
+            continue
+        sock = gsocket.socket(family, _stdsocket.SOCK_STREAM)
+        try:
+            sock.connect((host, port))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    return gsocket.create_connection((host, port))
+
+
+def reason(exc):
+    """A short text for a socket error: 'connection refused', not a repr."""
+    if isinstance(exc, EOFError):
+        return str(exc) or 'connection closed'
+    code = getattr(exc, 'errno', None)
+    if code == errno.ECONNREFUSED:
+        return 'connection refused'
+    if code == errno.ECONNRESET:
+        return 'connection reset by peer'
+    if code == errno.EPIPE:
+        return 'broken pipe'
+    return (getattr(exc, 'strerror', None) or str(exc) or exc.__class__.__name__).lower()
