@@ -167,20 +167,21 @@ def _sends_per_request(conn, sid, greenlets, per, first=0):
     return (after['sends'] - before['sends']) / (after['requests'] - before['requests'])
 
 
-def test_small_batches_go_out_in_one_send_large_ones_overlap(tarantool, space):
+def test_overlap_splits_chunks_in_halves_of_four_or_more(tarantool, space):
     from gloaddriver.backends.tarantool.connection import OVERLAP_MIN, Connection
     overlap = connect(tarantool)
     plain = Connection(tarantool.host, tarantool.port, tarantool.user, tarantool.password,
                        overlap=False).connect()
     try:
         sid = overlap.space_id(space)
-        # 10 greenlets: a chunk holds at most 10 replies, under OVERLAP_MIN, so each
-        # batch is one send (a mid-chunk flush would make it two: 0.2 sends per op).
-        assert 10 < OVERLAP_MIN
-        small = _sends_per_request(overlap, sid, 10, 300)
-        assert small <= 0.11, small
-        # 100 greenlets: chunks of OVERLAP_MIN replies or more get their mid-chunk
-        # flush: more sends than without overlap, still many requests per send.
+        assert OVERLAP_MIN == 8
+        # 10 greenlets without overlap: one send per batch of 10.
+        assert _sends_per_request(plain, sid, 10, 300) <= 0.11
+        # With it, the batch of 10 is sent as two halves of 5, which are not split
+        # again (under OVERLAP_MIN): about 0.2 sends per request, never one per 4.
+        small = _sends_per_request(overlap, sid, 10, 300, 5000)
+        assert 0.15 < small <= 0.3, small
+        # 100 greenlets: more sends than without overlap, still many requests per send.
         with_overlap = _sends_per_request(overlap, sid, 100, 50, 10000)
         without = _sends_per_request(plain, sid, 100, 50, 20000)
         assert without < with_overlap < 0.1, (without, with_overlap)
