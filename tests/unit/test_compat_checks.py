@@ -104,6 +104,21 @@ def test_network_calls_within_one_and_a_half_times_follow_the_batching():
     assert verdicts(a, b, tolerance=35.0)['7']['verdict'] == 'PASS'
 
 
+def test_more_network_calls_from_more_requests_are_not_excused_by_batching():
+    # A schema cache that misses: B makes 2 requests per op, in batches 1.5x larger,
+    # so its sends per op come out only 1.33x A's. That is the extra requests, not
+    # the batching: row 7 fails with row 6.
+    a, b = pair()
+    for p in b.result['phases']:
+        p['connection']['requests'] = OPS * 2
+        p['syscalls']['counts']['sendto'] = 133
+        p['syscalls']['counts']['total'] += 33
+        p['batching']['requests_per_send'] = 15.0
+    rows = verdicts(a, b)
+    assert changed(rows, 'FAIL') == ['6', '7'], rows
+    assert rows['7']['why'].startswith('sendto 0.100 vs 0.133 per op (1.33x)')
+
+
 def test_a_rate_below_the_noise_floor_is_not_judged():
     a, b = pair()
     for p in b.result['phases']:
