@@ -11,7 +11,7 @@ Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own proce
 * PostgreSQL: point selects on a kv table (small values, uniform keys) at
   --pg-conns connections through gloaddriver --prepared, asyncpg + uvloop, psycopg 3,
   a plain gevent + psycopg2 PREPARE/EXECUTE loop, gloaddriver --connector pipelined
-  (1 and 8 greenlets per connection), and pgbench -S -M prepared (-j 1).
+  (8 greenlets on 8 connections and on 1, 64 on 8), and pgbench -S -M prepared (-j 1).
 
 Runs are interleaved round-robin (every client once per round, the order rotated
 each round), so the machine's noise hits all alike. The table gives medians with
@@ -177,13 +177,16 @@ def pgbench(server, conns, ops):
 
 
 def postgres_clients(args):
+    n = args.pg_conns
     c = [(BASE, 'driver', args.python), ('asyncpg+uvloop', 'pg_asyncpg.py3', args.peers311),
          ('psycopg 3', 'pg_psycopg3.py3', args.peers311),
          ('gevent+psycopg2 loop', 'pg_gevent_psycopg2.py', args.python),
-         # gloaddriver --connector pipelined on the same connections: one greenlet per
-         # connection (the others' concurrency), and 8 per connection (pipelined)
-         ('pipelined 1/conn', 'driver:pipelined:1', args.python),
-         ('pipelined 8/conn', 'driver:pipelined:8', args.python),
+         # gloaddriver --connector pipelined (driver:pipelined:GREENLETS:CONNECTIONS): the
+         # others' 8 statements in flight on their 8 connections, or on one connection
+         # (the default for 8 greenlets); and 8 greenlets on each of 8 connections
+         ('pipelined 8 on 8 conns', 'driver:pipelined:%d:%d' % (n, n), args.python),
+         ('pipelined 8 on 1 conn', 'driver:pipelined:%d:1' % n, args.python),
+         ('pipelined 64 on 8 conns', 'driver:pipelined:%d:%d' % (8 * n, n), args.python),
          ('pgbench -S -M prepared', 'pgbench', None)]
     only = set(args.clients.split(',')) if args.clients else None
     return [x for x in c if only is None or x[0] in only or x[0] == BASE]
@@ -212,13 +215,15 @@ def run_postgres(args, say):
             for name, how, python in order:
                 say('round %d, postgres %d connections: %s' % (r + 1, n, name))
                 if how.startswith('driver'):
-                    per = int(how.split(':')[2]) if how.count(':') == 2 else 1
-                    connector = ['--connector', 'pipelined', '--pool-size', str(n)] \
-                        if ':pipelined' in how else ['--prepared']
+                    if ':pipelined:' in how:
+                        greenlets, pool = how.split(':')[2:]
+                        connector = ['--connector', 'pipelined', '--pool-size', pool]
+                    else:
+                        greenlets, connector = str(n), ['--prepared']
                     res = from_driver(driver(python, common + connector + [
                         '--phases', 'select', '--ops', str(args.pg_ops),
                         '--keys', str(args.pg_keys), '--distribution', 'uniform',
-                        '--seed', str(r + 1), '--greenlets', str(n * per)] + args.pg_extra,
+                        '--seed', str(r + 1), '--greenlets', greenlets] + args.pg_extra,
                         server.password))
                 elif how == 'pgbench':
                     res = pgbench(server, n, args.pg_ops) if which('pgbench') else None
