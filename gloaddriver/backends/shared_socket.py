@@ -216,13 +216,23 @@ class SharedSocket(object):
             io[1].stop()
             self._flush()
 
-    def _read_error(self, sock, exc):
-        """A recv failed: lose the socket, unless it only had nothing to read (True)."""
-        if exc.args and exc.args[0] in WOULD_BLOCK:
-            return True
-        self._lost(sock, errors.NetworkError('connection to %s at %s lost while reading: %s'
-                                             % (self.server, self.address, reason(exc))))
-        return False
+    def _read_some(self, sock, recv_into, buf):
+        """``recv_into(buf)`` for a reader: the bytes read, or 0 when there is nothing
+        more for now, or the socket is lost (and then it is)."""
+        try:
+            n = recv_into(buf)
+        except (_stdsocket.error, OSError) as e:
+            if not (e.args and e.args[0] in WOULD_BLOCK):
+                self._lost(sock, errors.NetworkError(
+                    'connection to %s at %s lost while reading: %s'
+                    % (self.server, self.address, reason(e))))
+            return 0
+        if not n:
+            self._lost(sock, errors.NetworkError('%s at %s closed the connection'
+                                                 % (self.server, self.address)))
+            return 0
+        self.recvs += 1
+        return n
 
     # -- losing and regaining the socket ---------------------------------------------------
 

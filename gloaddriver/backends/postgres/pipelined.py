@@ -272,20 +272,15 @@ class PipelinedConnection(SharedSocket):
         view = memoryview(buf)
         size = len(buf)
         recv_into = raw.recv_into
+        read_some = self._read_some
         # Across chunks: the unparsed tail, and the reply being assembled.
         state = {'tail': b'', 'rows': [], 'count': None, 'error': None}
 
         def on_readable():
             while self._sock is sock:
-                try:
-                    n = recv_into(buf)
-                except (_stdsocket.error, OSError) as e:
-                    self._read_error(sock, e)
-                    return
+                n = read_some(sock, recv_into, buf)
                 if not n:
-                    return self._lost(sock, errors.NetworkError(
-                        'PostgreSQL at %s closed the connection' % self.address))
-                self.recvs += 1
+                    return
                 try:
                     fatal = self._replies(sock, state, view[:n].tobytes())
                 except Exception as e:

@@ -39,8 +39,6 @@ entry as it leaves. So no wake-up lands in a greenlet that has moved on.
 """
 from __future__ import absolute_import, division, print_function
 
-import socket as _stdsocket
-
 import gevent
 from gevent.hub import Waiter, getcurrent
 import msgpack
@@ -274,6 +272,7 @@ class Connection(SharedSocket):
         feed, unpack, tell, read_bytes = (unpacker.feed, unpacker.unpack, unpacker.tell,
                                           unpacker.read_bytes)
         recv_into = raw.recv_into
+        read_some = self._read_some
         overlap = self.overlap
         Rows = P.Rows
         empty_bodies = P.EMPTY_BODIES
@@ -289,15 +288,9 @@ class Connection(SharedSocket):
         def on_readable():
             waiters = self._waiters
             while self._sock is sock:
-                try:
-                    n = recv_into(buf)
-                except (_stdsocket.error, OSError) as e:
-                    self._read_error(sock, e)
-                    return
+                n = read_some(sock, recv_into, buf)
                 if not n:
-                    return self._lost(sock, errors.NetworkError(
-                        'Tarantool at %s closed the connection' % self.address))
-                self.recvs += 1
+                    return
                 feed(view[:n])
                 replies = []
                 st, left, header, part, t0 = state
