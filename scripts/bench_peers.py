@@ -184,9 +184,10 @@ def postgres_clients(args):
          # gloaddriver --connector pipelined (driver:pipelined:GREENLETS:CONNECTIONS): the
          # others' 8 statements in flight on their 8 connections, or on one connection
          # (the default for 8 greenlets); and 8 greenlets on each of 8 connections
-         ('pipelined 8 on 8 conns', 'driver:pipelined:%d:%d' % (n, n), args.python),
-         ('pipelined 8 on 1 conn', 'driver:pipelined:%d:1' % n, args.python),
-         ('pipelined 64 on 8 conns', 'driver:pipelined:%d:%d' % (8 * n, n), args.python),
+         ('pipelined %d on %d conns' % (n, n), 'driver:pipelined:%d:%d' % (n, n), args.python),
+         ('pipelined %d on 1 conn' % n, 'driver:pipelined:%d:1' % n, args.python),
+         ('pipelined %d on %d conns' % (8 * n, n), 'driver:pipelined:%d:%d' % (8 * n, n),
+          args.python),
          ('pgbench -S -M prepared', 'pgbench', None)]
     only = set(args.clients.split(',')) if args.clients else None
     return [x for x in c if only is None or x[0] in only or x[0] == BASE]

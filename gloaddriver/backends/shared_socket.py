@@ -105,6 +105,14 @@ class SharedSocket(object):
             except (_stdsocket.error, EOFError, OSError) as e:
                 raise errors.ConnectError('cannot connect to %s at %s: %s'
                                           % (self.server, self.address, reason(e)))
+            except errors.GloadError:
+                raise
+            except Exception as e:
+                # A handshake that breaks in a way no rule foresaw is still a failed
+                # connect: the reconnect loop tries again instead of dying with it.
+                raise errors.ConnectError('cannot connect to %s at %s: the handshake failed: '
+                                          '%s: %s' % (self.server, self.address,
+                                                      e.__class__.__name__, e))
         except BaseException:
             if sock is not None:
                 sock.close()
@@ -287,6 +295,19 @@ class SharedSocket(object):
         return {'requests': self.requests, 'responses': self.responses, 'sends': self.sends,
                 'recvs': self.recvs, 'late': self.late, 'reconnects': self.reconnects,
                 'outage_seconds': self.outage_seconds}
+
+
+def connect_when_up(connect, patience):
+    """connect(), tried again every 0.25 s for up to ``patience`` seconds while the
+    server is down (a read-back right after an injected restart)."""
+    deadline = clock() + patience
+    while True:
+        try:
+            return connect()
+        except errors.ConnectError:
+            if clock() > deadline:
+                raise
+            gevent.sleep(0.25)
 
 
 def summed_stats(conns):

@@ -193,15 +193,16 @@ def checks(a, b, tolerance, not_applicable=None):
                 why.append('%s re-fetched the schema %d times after warmup (%.2f requests per '
                            'op): its schema cache misses on every op; is it keyed by bytes '
                            'rather than decoded text?' % (s.label, f, r))
+        same_requests = abs(ra - rb) <= 0.005
         row('6 requests per op', '%.3f, %d schema fetches' % (ra, fa),
             '%.3f, %d schema fetches' % (rb, fb),
-            'FAIL' if why or abs(ra - rb) > 0.005 else 'PASS', ' '.join(why))
+            'FAIL' if why or not same_requests else 'PASS', ' '.join(why))
     # 7. syscalls per op
     (sa, src_a), (sb, src_b) = _per_op_syscalls(a.result), _per_op_syscalls(b.result)
     # A send or recv per op follows the batching only while both sides make the same
     # requests per op: a side that makes more (a schema cache that misses) makes more
     # sends for that, which batches of another size must not excuse.
-    batched = BATCHED_CALLS if uncounted or abs(ra - rb) <= 0.005 else ()
+    batched = BATCHED_CALLS if uncounted or same_requests else ()
     if src_a != 'perf_event' or src_b != 'perf_event':
         row('7 syscalls per op', src_a, src_b, 'FAIL', 'no perf_event counters: cannot compare')
     else:

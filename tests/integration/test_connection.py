@@ -328,3 +328,80 @@ def test_replace_upsert_and_index_by_name(tarantool):
             conn.select(name, [1], index='no_such_index')
     finally:
         conn.close()
+
+
+def _fake_tarantool(handle):
+    """A listening gevent server on a free loopback port that sends a Tarantool
+    greeting and hands the client's socket to ``handle(sock)``; (server, port)."""
+    import base64
+    from gevent.server import StreamServer
+    first = b'Tarantool 2.6.0 (Binary) 0d4a1e2b-0000-0000-0000-000000000000'
+    greeting = first.ljust(63) + b'\n' + base64.b64encode(b'x' * 32).ljust(63) + b'\n'
+
+    def serve(sock, _address):
+        sock.sendall(greeting)
+        handle(sock)
+    server = StreamServer(('127.0.0.1', 0), serve)
+    server.start()
+    return server, server.server_port
+
+
+def _frames(sock, reader):
+    """Read one chunk and return [(sync, code)] of the whole requests it completes
+    (requests are framed as replies are: protocol.ResponseReader cuts both)."""
+    data = sock.recv(65536)
+    if not data:
+        return None
+    reader.feed(data)
+    return [(sync, code) for sync, code, _body in reader.responses()]
+
+
+def _reply(sync, code, body):
+    import struct
+    import msgpack
+    head = msgpack.packb({0x00: code, 0x01: sync})
+    return b'\xce' + struct.pack('!I', len(head) + len(body)) + head + body
+
+
+def test_an_unreadable_error_reply_fails_its_own_request_only():
+    import msgpack
+    from gloaddriver.backends.tarantool import protocol as P
+    from gloaddriver.backends.tarantool.connection import Connection
+
+    def handle(sock):
+        reader = P.ResponseReader()
+        while True:
+            got = _frames(sock, reader)
+            if got is None:
+                return
+            for sync, _code in got:
+                if sync % 2:   # an error whose body is not msgpack (0xc1 is never used)
+                    sock.sendall(_reply(sync, 0x8000 | 3, b'\xc1\xc1'))
+                else:
+                    sock.sendall(_reply(sync, 0, msgpack.packb({0x30: [[sync]]})))
+    server, port = _fake_tarantool(handle)
+    conn = Connection('127.0.0.1', port).connect()
+    try:
+        with pytest.raises(errors.NetworkError) as e, gevent.Timeout(5):   # sync 1
+            conn.ping()   # a caller popped and never woken would hang here
+        assert 'cannot read an error reply (code 32771)' in str(e.value)
+        assert conn.select(0, [1]) == [[2]]              # sync 2: the stream goes on
+        assert conn.reconnects == 0 and conn.connected
+    finally:
+        conn.close()
+        server.stop()
+
+
+def test_garbage_in_reply_to_the_login_is_a_connect_error():
+    def handle(sock):
+        sock.recv(4096)
+        sock.sendall(b'\xa3abc')   # a string where a frame length must be
+        gevent.sleep(1)
+    server, port = _fake_tarantool(handle)
+    try:
+        from gloaddriver.backends.tarantool.connection import Connection
+        with pytest.raises(errors.ConnectError) as e:
+            Connection('127.0.0.1', port, 'user', 'secret', connect_timeout=2).connect()
+        assert 'does not speak IPROTO' in str(e.value)
+    finally:
+        server.stop()

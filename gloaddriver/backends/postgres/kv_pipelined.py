@@ -17,14 +17,11 @@ from __future__ import absolute_import, division, print_function
 import getpass
 import os
 
-import gevent
-
 from gloaddriver import errors, workload
-from gloaddriver._compat import clock
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
-from gloaddriver.backends.shared_socket import summed_stats
 from gloaddriver.backends.postgres.workloads import SCHEMA_KV, missing_tables, value_state
+from gloaddriver.backends.shared_socket import connect_when_up, summed_stats
 
 STATEMENTS = (
     ('gl_insert', 'INSERT INTO {t} (id, value) VALUES ($1, $2)'),
@@ -196,17 +193,9 @@ class PipelinedBackend(base.Backend):
     def verify_reader(self):
         """--verify: the keys read back a thousand at a time (id = ANY) on a pipelined
         connection of its own, made once the server is back (it may be restarting)."""
-        c = self.config
-        deadline = clock() + c.limits.outage_limit
         statement = (VERIFY[0], VERIFY[1].format(t=self.opts.table))
-        while True:
-            try:
-                conn = self._connection([statement], 'pg-verify', reconnect=False).connect()
-                break
-            except errors.ConnectError:
-                if clock() > deadline:
-                    raise
-                gevent.sleep(0.25)
+        conn = connect_when_up(lambda: self._connection(
+            [statement], 'pg-verify', reconnect=False).connect(), self.config.limits.outage_limit)
         state = value_state(self.values)
 
         def read(keys):

@@ -41,6 +41,7 @@ from gevent.hub import Waiter
 
 from gloaddriver import errors
 from gloaddriver._compat import clock
+from gloaddriver.backends.postgres.sqlstate import is_outage
 from gloaddriver.backends.shared_socket import SharedSocket
 
 _I = struct.Struct('!I')
@@ -88,11 +89,9 @@ def _bind(name, params):
 
 
 def server_error(fields):
-    """An ErrorResponse as a ServerError: class 08 (connection exception) and 57P
-    (shutting down, crashed, not yet accepting) mean the server cannot serve, an
-    outage rather than an answer, as the psycopg2 path classifies them."""
+    """An ErrorResponse as a ServerError, outage or not as the psycopg2 path says."""
     code = fields.get('C', '?')
-    return errors.ServerError(code, fields.get('M', '?'), code[:2] == '08' or code[:3] == '57P')
+    return errors.ServerError(code, fields.get('M', '?'), is_outage(code))
 
 
 def _copy(exc):
@@ -160,8 +159,10 @@ class PipelinedConnection(SharedSocket):
 
     def _startup(self, sock):
         """Log in; returns what was read past ReadyForQuery (nothing, normally)."""
+        # Rows and parameters in UTF-8 whatever the database's encoding: they are
+        # decoded and encoded as UTF-8 here.
         body = struct.pack('!I', 196608) + b'user\x00' + _b(self.user) + b'\x00database\x00' + \
-            _b(self.database) + b'\x00\x00'
+            _b(self.database) + b'\x00client_encoding\x00UTF8\x00\x00'
         sock.sendall(_I.pack(len(body) + 4) + body)
         buf = bytearray()
         scram = None

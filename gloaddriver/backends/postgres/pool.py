@@ -26,6 +26,7 @@ from gevent.queue import Empty, LifoQueue   # names stable across gevent 22.10 .
 
 from gloaddriver import errors
 from gloaddriver._compat import PY2, clock
+from gloaddriver.backends.postgres.sqlstate import is_outage
 
 WAIT_CALLBACKS = ('cached', 'psycogreen')
 
@@ -275,7 +276,4 @@ def translate(exc, item, password):
         item.broken = True
         return errors.NetworkError(scrub(exc, password) or exc.__class__.__name__)
     message = (getattr(exc, 'pgerror', None) or str(exc)).strip().splitlines()
-    # Class 08 (connection exception) and 57P (admin/crash shutdown, cannot connect
-    # now): the server is going or not yet back, an outage rather than an answer.
-    return errors.ServerError(pgcode, message[0] if message else pgcode,
-                              pgcode[:2] == '08' or pgcode[:3] == '57P')
+    return errors.ServerError(pgcode, message[0] if message else pgcode, is_outage(pgcode))

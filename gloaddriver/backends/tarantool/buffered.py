@@ -12,9 +12,8 @@ import gevent
 import gevent.pool
 
 from gloaddriver import errors, workload
-from gloaddriver._compat import clock
 from gloaddriver.backends import base
-from gloaddriver.backends.shared_socket import summed_stats
+from gloaddriver.backends.shared_socket import connect_when_up, summed_stats
 from gloaddriver.backends.tarantool import packed
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import requests
@@ -61,7 +60,7 @@ class TarantoolBackend(base.Backend):
         if self.config.opts.request is not None or self.config.load.workload_file:
             return None
         c = self.config
-        conn = _connect_when_up(lambda: Connection(
+        conn = connect_when_up(lambda: Connection(
             c.opts.host, c.opts.port, c.target.user, c.target.password, timeout=c.limits.timeout,
             connect_timeout=c.limits.connect_timeout, name='verify').connect(),
             c.limits.outage_limit)
@@ -163,19 +162,6 @@ class BufferedBackend(TarantoolBackend):
         for conn in self.conns:
             conn.close()
         self.conns = []
-
-
-def _connect_when_up(connect, patience):
-    """connect(), tried again every 0.25 s for up to ``patience`` seconds while the server
-    is down (a read-back right after an injected restart)."""
-    deadline = clock() + patience
-    while True:
-        try:
-            return connect()
-        except errors.ConnectError:
-            if clock() > deadline:
-                raise
-            gevent.sleep(0.25)
 
 
 def check_space(conn, space):

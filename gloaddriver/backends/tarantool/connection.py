@@ -39,6 +39,8 @@ entry as it leaves. So no wake-up lands in a greenlet that has moved on.
 """
 from __future__ import absolute_import, division, print_function
 
+import sys
+
 import gevent
 from gevent.hub import Waiter, getcurrent
 import msgpack
@@ -82,12 +84,12 @@ class Connection(SharedSocket):
         try:
             greeting = _recv_exactly(sock, P.GREETING_SIZE)
             self.server_greeting, salt = P.parse_greeting(greeting)
+            words = self.server_greeting.split()
+            self.server_version = words[1] if len(words) > 1 else self.server_greeting
+            if self.user and (self.user != 'guest' or self._password):
+                self._authenticate(sock, salt)
         except P.ProtocolError as e:
             raise errors.ConnectError('%s does not speak IPROTO: %s' % (self.address, e))
-        words = self.server_greeting.split()
-        self.server_version = words[1] if len(words) > 1 else self.server_greeting
-        if self.user and (self.user != 'guest' or self._password):
-            self._authenticate(sock, salt)
 
     def _authenticate(self, sock, salt):
         buf = bytearray()
@@ -120,8 +122,8 @@ class Connection(SharedSocket):
         timer.start(w.switch, None)
         try:
             if w.get() is None and len(self._waiters) >= self.max_pending:
-                raise errors.RequestTimeout('no room in the send queue of %s for %.1f s'
-                                            % (self.address, self.timeout))
+                raise errors.RequestTimeout('no room in the send queue of %s at %s for %.1f s'
+                                            % (self.server, self.address, self.timeout))
         finally:
             timer.close()
         return True
@@ -305,7 +307,8 @@ class Connection(SharedSocket):
                             t0 = tell()
                         if st == 1:
                             header = unpack()
-                            if header.__class__ is not dict or SYNC not in header:
+                            if header.__class__ is not dict or SYNC not in header or \
+                                    REQUEST_TYPE not in header:
                                 raise P.ProtocolError('reply header is not an IPROTO map: %r'
                                                       % (header,))
                             left -= tell() - t0
@@ -359,7 +362,7 @@ class Connection(SharedSocket):
                         waiters[sync] = waiter
                         continue
                     else:
-                        waiter.throw(P.server_error(code, P.decode_body(rows) if rows else {}))
+                        waiter.throw(_error_reply(code, rows, self.address))
                     if self._sock is not sock:
                         return   # a woken caller closed the connection
                     if i == flush_at:
@@ -400,7 +403,8 @@ class Connection(SharedSocket):
             # Thrown from the hub, each popped just before: a reply that comes
             # first, or a caller that left, takes its sync out of the list.
             self._callback(self._expire, waiters, [s for s in waiters if s <= expired_below],
-                           'no reply from %s within %.1f s' % (self.address, self.timeout))
+                           'no reply from %s at %s within %.1f s'
+                           % (self.server, self.address, self.timeout))
 
     def _expire(self, waiters, syncs, message):
         """Hub callback: fail the requests ``syncs`` of ``waiters`` still parked."""
@@ -421,12 +425,16 @@ class Connection(SharedSocket):
         self._callback(self._fail_all, pending, exc.__class__, str(exc))
         self._wake_room()
 
-    @staticmethod
-    def _fail_all(pending, cls, message):
-        """Hub callback: throw into every caller still parked in ``pending``."""
+    def _fail_all(self, pending, cls, message):
+        """Hub callback: throw into every caller still parked in ``pending``; one that
+        cannot be thrown into (it cannot happen while the invariant holds) must not
+        leave the others parked for ever."""
         while pending:
             _sync, g = pending.popitem()
-            g.throw(cls(message))
+            try:
+                g.throw(cls(message))
+            except Exception:
+                self._hub.handle_error(g, *sys.exc_info())
 
     def stats(self):
         return dict(SharedSocket.stats(self), schema_fetches=self.schema_fetches)
@@ -455,6 +463,16 @@ def _await_reply(hub, waiters, sync):
     except BaseException:
         waiters.pop(sync, None)
         raise
+
+
+def _error_reply(code, rows, address):
+    """The exception of an error reply; one whose body cannot be read fails its own
+    request as a protocol error (the frame had its length: the stream is intact)."""
+    try:
+        return P.server_error(code, P.decode_body(rows) if rows else {})
+    except Exception as e:
+        return P.ProtocolError('cannot read an error reply (code %s) from %s: %s: %s'
+                               % (code, address, e.__class__.__name__, e))
 
 
 def _recv_exactly(sock, size):
