@@ -10,11 +10,11 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import tempfile
 import time
 
 from gloaddriver import errors
+from gloaddriver.backends.launcher import Launcher
 from gloaddriver.measure import procfs
 
 def free_port():
@@ -25,21 +25,6 @@ def free_port():
         return s.getsockname()[1]
     finally:
         s.close()
-
-
-def detach():
-    """preexec_fn of a server: own session, and killed if its parent dies.
-
-    PR_SET_PDEATHSIG makes the kernel SIGKILL the server when the process
-    that spawned it exits by any means (even kill -9), so a killed test run
-    or driver never leaves a private server behind.
-    """
-    os.setsid()
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG = 1
-    except Exception:
-        pass
 
 
 def which(name):
@@ -89,6 +74,7 @@ class Server(object):
         self.work_dir = None
         self.proc = None
         self._run_as = None   # (uid, gid) when dropping root
+        self._launcher = None
 
     @property
     def uri(self):
@@ -101,17 +87,11 @@ class Server(object):
         return dict(os.environ)
 
     def _launch(self):
-        run_as = self._run_as
-
-        def preexec():
-            if run_as is not None:
-                os.setgid(run_as[1])
-                os.setuid(run_as[0])
-            detach()
-        with open(os.path.join(self.work_dir, 'stdout.log'), 'w') as out:
-            self.proc = subprocess.Popen(self._argv(), cwd=self.work_dir, env=self._env(),
-                                         stdout=out, stderr=subprocess.STDOUT,
-                                         preexec_fn=preexec)
+        # Through the launcher, never forked from here: a server started again during
+        # a run would otherwise count in the driver's syscall counters.
+        self.proc = self._launcher.spawn(self._argv(), self.work_dir, self._env(),
+                                         os.path.join(self.work_dir, 'stdout.log'),
+                                         self._run_as)
 
     def _log_path(self):
         return os.path.join(self.work_dir, self.log_name)
@@ -163,6 +143,7 @@ class Server(object):
         self._check()
         self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-%s-' % self.name)
         try:
+            self._launcher = Launcher()   # now: before the driver opens its counters
             self.port = free_port()
             self._prepare()
             self._boot(timeout)
@@ -207,6 +188,9 @@ class Server(object):
                 except OSError:
                     pass
             self.proc = None
+        if self._launcher is not None:
+            self._launcher.close()
+            self._launcher = None
         if self.work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
             self.work_dir = None

@@ -4,8 +4,9 @@ Each counter is a kernel tracepoint (``syscalls:sys_enter_<name>`` or
 ``raw_syscalls:sys_enter`` for the total) opened for this process with
 ``inherit`` so threads started later (gevent's resolver pool) are counted.
 It costs ~0.3 us per syscall in the kernel and nothing in Python until read.
-Open the counters AFTER spawning any server process: inherited counters
-would also count the child.
+Inherited counters would also count any process this one starts after they
+open: private servers are therefore started by a launcher process that exists
+before the counters (``backends/launcher.py``), never by the driver itself.
 
 Where the kernel or its tracefs is not available, ``SyscallCounter.source``
 is ``io_calls`` and ``reason`` says why; callers then report the connector's

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 from gloaddriver import errors
-from gloaddriver.backends.spawn import detach
+from gloaddriver.backends.launcher import detach
 from gloaddriver.run.interrupts import Interrupts
 
 START_ENV = 'GLOADDRIVER_START_BARRIER'

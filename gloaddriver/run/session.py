@@ -34,7 +34,8 @@ def run(config, out=None):
             server = kind.spawn(config)
             config = kind.target(config, server)
             settings = server.settings()
-        # Counters open after the spawn: inherited counters would count the server too.
+        # Counters open after the spawn: the server and its launcher exist already, and
+        # what the launcher starts later (a restart) is not a descendant of ours.
         counter = SyscallCounter(enable=config.output.syscalls)
         backend = kind.backend(config, counter)
         backend.open()
