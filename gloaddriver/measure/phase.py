@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 import resource
 
 from gloaddriver._compat import clock
-from gloaddriver.measure import stats, syscalls
+from gloaddriver.measure import client_bound, procfs, stats, syscalls
 
 LATE_AFTER = 0.001   # an open-loop op that starts more than 1 ms behind schedule is late
 CONNECTION_KEYS = ('reconnects', 'late', 'outage_seconds', 'requests', 'schema_fetches')
@@ -36,12 +36,16 @@ class Window(object):
         self.sys0 = self.counter.snapshot()
         self.io0 = self._io()
         self.cpu0 = cpu_seconds()
+        self.wait0 = procfs.run_delay()
         self.t0 = clock()
         return self
 
     def close(self):
         self.t1 = clock()
         self.cpu = cpu_seconds() - self.cpu0
+        wait1 = procfs.run_delay()
+        self.waited = wait1 - self.wait0 if wait1 is not None and self.wait0 is not None \
+            else None
         self.sys1 = self.counter.snapshot()
         self.io = _delta(self.io0, self._io())
         self.seconds = self.t1 - self.t0
@@ -91,6 +95,7 @@ def from_ops(name, ops, window, reason, rate=None, excluded=()):
     res = _ops_counts(ops, window.seconds, hist, sum(st.sum_us for st in ops))
     res['name'] = name
     res['cpu_us_per_op'] = per_op_us(window.cpu, res['attempted'])
+    res['client'] = client_load(window)
     res['syscalls'] = syscall_block(window.syscalls, window.io, res['attempted'], reason,
                                     excluded)
     res['batching'] = batching(window.syscalls, window.io, res['attempted'])
@@ -101,7 +106,21 @@ def from_ops(name, ops, window, reason, rate=None, excluded=()):
         _open_loop(res, ops, window.seconds, rate)
     if window.io:
         res['connection'] = dict((k, window.io[k]) for k in CONNECTION_KEYS if k in window.io)
+    res['warnings'] = client_bound.phase_warnings(res)
     return res
+
+
+def client_load(window):
+    """How busy the driver was over a window, in fractions of one core: ``cpu``
+    (user+sys of the whole process), ``waiting`` (its main thread runnable, waiting
+    for a CPU; None where the kernel does not say) and ``busy``, their sum."""
+    if window.seconds <= 0:
+        return {'cpu': None, 'waiting': None, 'busy': None}
+    cpu = window.cpu / window.seconds
+    waited = getattr(window, 'waited', None)   # a window of parts (merge tests) has none
+    waiting = waited / window.seconds if waited is not None else None
+    return {'cpu': round(cpu, 3), 'waiting': round(waiting, 3) if waiting is not None else None,
+            'busy': round(cpu + (waiting or 0), 3)}
 
 
 def per_op_us(cpu, attempted):

@@ -27,3 +27,16 @@ def family(pid):
         if p == want or fields[1] == want:
             out[int(p)] = fields
     return out
+
+
+def run_delay():
+    """Seconds this process's main thread has been runnable but waiting for a CPU
+    (the scheduler's run queue), or None where /proc/self/schedstat is missing.
+
+    The driver's work runs on its main thread (the gevent hub), so this is the time
+    the machine's other work took from it."""
+    try:
+        with open('/proc/self/schedstat') as f:
+            return int(f.read().split()[1]) / 1e9
+    except (IOError, OSError, IndexError, ValueError):
+        return None

@@ -181,7 +181,8 @@ def _server_charts(p):
                       'per second', dashed=('client ops/s',),
                       phase=p['name'])]
     for chart in sm.get('charts', ()):   # the backend's gauges, as it groups them
-        keys = [k for k in chart['keys'] if rows[0].get(k) is not None]
+        # Any row: the first may be a sample the server did not answer in time.
+        keys = [k for k in chart['keys'] if any(r.get(k) is not None for r in rows)]
         if keys:
             out.append(_over_time(chart['kind'], chart['title'],
                                   [(k, [(r['t'], r.get(k)) for r in rows]) for k in keys],
@@ -247,6 +248,9 @@ def render(result):
              _summary_table(result)]
     if result.get('aborted'):
         parts.append(u'<p class="bad">run aborted: %s</p>' % esc(result['aborted']))
+    for w in result.get('warnings') or ():
+        parts.append(u'<p class="bad warning" data-kind="%s">warning: %s</p>'
+                     % (esc(w['kind']), esc(w['message'])))
     if result.get('verify'):
         for line in report.verify_lines(result['verify']):
             parts.append(u'<p%s>%s</p>' % (u' class="bad"' if 'LOST' in line or 'NOT DONE' in line

@@ -28,7 +28,9 @@ import re
 import time
 
 from gloaddriver import errors
-from gloaddriver.measure import stats
+from gloaddriver._compat import clock
+from gloaddriver.measure import client_bound, procfs, stats
+from gloaddriver.measure.phase import cpu_seconds
 
 PERCENTILES = ('p50', 'p90', 'p99', 'p999', 'max')
 # Prometheus quantile label of each percentile (max is the 1 quantile).
@@ -170,6 +172,9 @@ def _metrics(fig):
             out.append((op + 'syscalls_per_op', b['syscalls_per_op'], False))
         for kind, n in sorted((b.get('errors_by_kind') or {}).items()):
             out.append((op + 'errors_by_kind.' + element(kind), n, True))
+    for k, v in sorted((fig.get('driver') or {}).items()):
+        if v is not None:
+            out.append(('driver.' + k, v, False))
     s = fig['server']
     if s is not None:
         for name, v in sorted(s['per_sec'].items()):
@@ -232,6 +237,15 @@ def prometheus_families(fig, prefix, shard):
            'system calls of the driver process per op in the last interval', per_op,
            [((phase, b['op']), b['syscalls_per_op']) for b in blocks
             if b.get('syscalls_per_op') is not None])
+    driver = fig.get('driver') or {}
+    for key, text in (('busy', 'CPU time plus time waiting for a CPU'), ('cpu', 'CPU time')):
+        family(GaugeMetricFamily, 'driver_%s_cores' % key, "the driver process's %s in the "
+               "last interval, in cores" % text, ['phase'],
+               [((phase,), driver[key])] if driver.get(key) is not None else [])
+    family(GaugeMetricFamily, 'driver_client_bound', '1 when the driver was busy more than '
+           '%.0f%% of one core in the last interval: its figures are the client\'s limit'
+           % (client_bound.CPU_LIMIT * 100), ['phase'],
+           [((phase,), driver['client_bound'])] if 'client_bound' in driver else [])
     family(GaugeMetricFamily, 'interval_seconds', 'length of the last interval', ['phase'],
            [((phase,), fig['seconds'])])
     family(GaugeMetricFamily, 'phase_elapsed_seconds',
@@ -279,6 +293,8 @@ class Sink(object):
         self.latest = None
         self.failures = 0
         self.first_failure = None
+        # (clock, CPU seconds, run-queue seconds) at the last interval
+        self._load = (clock(), cpu_seconds(), procfs.run_delay())
         self.outputs = []
         try:
             if live.graphite is not None:
@@ -312,6 +328,7 @@ class Sink(object):
     def interval(self, phase, row, ops, server):
         try:
             fig = self.totals.add(figures(phase, row, ops, server), ops)
+            fig['driver'] = self._driver_load()
             self.latest = fig
             now = time.time()
             if self.graphite is not None:
@@ -322,6 +339,22 @@ class Sink(object):
             self.failures += 1
             if self.first_failure is None:
                 self.first_failure = '%s: %s' % (e.__class__.__name__, e)
+
+    def _driver_load(self):
+        """This process's load since the last interval, in cores (as client_bound judges
+        a phase): ``busy``, ``cpu``, ``waiting`` and ``client_bound`` (0 or 1)."""
+        now = (clock(), cpu_seconds(), procfs.run_delay())
+        prev, self._load = self._load, now
+        if prev is None or now[0] <= prev[0]:
+            return {}
+        span = now[0] - prev[0]
+        cpu = (now[1] - prev[1]) / span
+        waiting = (now[2] - prev[2]) / span if now[2] is not None and prev[2] is not None \
+            else None
+        busy = cpu + (waiting or 0)
+        return {'cpu': round(cpu, 3), 'waiting': round(waiting, 3) if waiting is not None
+                else None, 'busy': round(busy, 3),
+                'client_bound': int(busy > client_bound.CPU_LIMIT)}
 
     def close(self, quiet=False):
         notes = [o.close() for o in self.outputs]

@@ -19,7 +19,7 @@ import json
 import sys
 
 from gloaddriver import errors
-from gloaddriver.measure import outages
+from gloaddriver.measure import client_bound, outages
 from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats, syscalls, timeline
 
@@ -103,6 +103,7 @@ def merge(results):
                             shards=[r['manifest'].get('shard') for r in results]),
            'phases': phases, 'aborted': [r.get('aborted') for r in results if r.get('aborted')]
            or None, 'parts': [r['manifest'] for r in results]}
+    out['warnings'] = client_bound.collect(phases)
     verified = [r['verify'] for r in results if r.get('verify')]
     if verified:
         out['verify'] = _merge_verify(verified)
@@ -169,6 +170,11 @@ def _merge_phase(name, parts):
     metrics = [p['server_metrics'] for p in parts if p.get('server_metrics')]
     if metrics:
         res['server_metrics'] = metrics[0]
+    # Each part ran in a process of its own: a part's warning is that process's.
+    res['warnings'] = [w for p in parts for w in (p.get('warnings') or ())]
+    loads = [p['client'] for p in parts if (p.get('client') or {}).get('busy') is not None]
+    if loads:   # the busiest process: the one whose figures are most its own
+        res['client'] = max(loads, key=lambda c: c['busy'])
     return res
 
 

@@ -117,6 +117,8 @@ def table(result):
         lines.extend(verify_lines(result['verify']))
     if result.get('aborted'):
         lines.append('ABORTED: %s' % result['aborted'])
+    for w in result.get('warnings') or ():
+        lines.append('WARNING %s' % w['message'])
     return lines
 
 

@@ -6,7 +6,7 @@ Every error a user can cause ends here as one line and an exit code
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver import backends, errors
-from gloaddriver.measure import manifest
+from gloaddriver.measure import client_bound, manifest
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.report import live as live_out
 from gloaddriver.report import output
@@ -64,6 +64,7 @@ def run(config, out=None):
                                        profiler.describe() if profiler is not None else None),
             'phases': phases,
             'aborted': aborted,
+            'warnings': client_bound.collect(phases),
         }
         if injector is not None:
             result['faults'] = injector.describe()

@@ -22,6 +22,7 @@ from gloaddriver import errors
 from gloaddriver._compat import clock, text_type
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres import pool as pgpool
+from gloaddriver.measure import client_bound
 from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats
 
@@ -164,12 +165,14 @@ class BulkLoader(base.Backend):
                             % window.seconds]
         res.update(name='bulk:' + method, latency_of='statement', statements=statements,
                    green=green, cpu_us_per_op=shape.per_op_us(window.cpu, n),
+                   client=shape.client_load(window),
                    rows_per_sec=res['ok_per_sec'],
                    syscalls=shape.syscall_block(window.syscalls, None, n, self.counter.reason),
                    batching={'source': 'workload', 'requests_per_send': None,
                              'responses_per_recv': None,
                              'rows_per_statement': round(n / statements, 1) if statements
                              else None})
+        res['warnings'] = client_bound.phase_warnings(res)
         return res
 
     # -- the methods: each returns the number of statements it sent ----------------
