@@ -175,6 +175,18 @@ def tarantool_args(server, proxy, *extra):
             + list(extra)), {'GLOADDRIVER_PASSWORD': server.password}
 
 
+def the_outage_of(phase, faults):
+    """The one outage that overlaps the injected fault's window. A loaded machine can
+    add a short stall of its own elsewhere in the phase; the fault must be one outage,
+    not two."""
+    t0 = faults[0]['t']
+    t1 = faults[-1]['t'] + (faults[-1].get('took') or 0)
+    hit = [o for o in phase['outages']
+           if o['start'] <= t1 and (o['end'] is None or o['end'] >= t0)]
+    assert len(hit) == 1, (faults, phase['outages'])
+    return hit[0]
+
+
 def _set(proxy, mode):
     return lambda: setattr(proxy, 'mode', mode)
 
@@ -318,7 +330,7 @@ def test_the_postgres_pool_times_out_through_a_pause_and_goes_on(tmpdir):
     assert 'Traceback' not in err and took < 30
     assert_accounted(res)
     (phase,) = res['phases']
-    (o,) = phase['outages']
+    o = the_outage_of(phase, res['faults'])
     assert abs(o['duration'] - 1.5) <= 0.5 and o['timed_out'] > 0, o
     assert phase['timeline'][-1]['ok'] > 0
     assert res['verify']['acknowledged_lost'] == 0
@@ -338,7 +350,10 @@ def test_the_postgres_pool_through_a_cut_or_a_trickle(mode, pg_proxy, tmpdir):
     v = res['verify']
     assert v['acknowledged_lost'] == 0 and v['corrupt'] == 0 and v['unexpected'] == 0, v
     if mode == 'cut':
-        assert insert['errors'].get('network', 0) >= 1 and proxy.accepted > 10
+        # The cut comes 1.1 s after the first progress line: on a loaded machine that
+        # may be in the select phase already.
+        cut = insert['errors'].get('network', 0) + sel['errors'].get('network', 0)
+        assert cut >= 1 and proxy.accepted > 10, (insert['errors'], sel['errors'])
     else:
         assert rc == 0 and insert['failed'] == 0 and sel['misses'] == 0
     assert sel['timeline'][-1]['ok'] > 0
