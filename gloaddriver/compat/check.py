@@ -6,6 +6,10 @@ each into its own space, with the same seed, keys, values, op order and
 concurrency. Then eleven checks, each a row with both sides and a verdict:
 PASS, FAIL, or EXPLAINED (a known difference, listed rather than hidden).
 Exit 0 only when no check fails.
+
+The rows that follow the machine's load (7 syscalls, 8 batching, 11 throughput)
+judge medians over ``--rounds`` runs of each side, taken in turns (A B, B A, A B,
+...), so that load on the machine lands on both sides rather than on one.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -56,8 +60,34 @@ class Side(object):
         self.typed = 'compat_typed_%s' % label.lower()
         self.probe = None
         self.result = None
+        self.timed = None    # the medians of the timing rounds (rows 7, 8, 11)
+        self.rounds = []
         self.cross = None
         self.stored = None
+
+
+def _median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
+
+
+def median_result(results):
+    """One result whose timing figures are the medians of several runs of the same
+    ops: per phase ops/s, each syscall count, requests per send and responses per recv.
+    Everything else is the first run's."""
+    out = dict(results[0], phases=[])
+    for i, first in enumerate(results[0]['phases']):
+        same = [r['phases'][i] for r in results]
+        p = dict(first, ops_per_sec=_median([x['ops_per_sec'] or 0 for x in same]))
+        counts = [x['syscalls'].get('counts') or {} for x in same]
+        p['syscalls'] = dict(first['syscalls'], counts=dict(
+            (k, _median([c.get(k, 0) for c in counts])) for k in set(k for c in counts for k in c)))
+        p['batching'] = dict(first['batching'], **dict(
+            (k, _median([x['batching'].get(k) or 0 for x in same]))
+            for k in ('requests_per_send', 'responses_per_recv')))
+        out['phases'].append(p)
+    return out
 
 
 def _env(target):
@@ -74,13 +104,13 @@ def _probe(side, target, args):
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
-def _drive(side, target, opts):
+def _drive(side, target, opts, space=None):
     fd, path = tempfile.mkstemp(suffix='.json')
     os.close(fd)
     common = ['--greenlets', str(opts.greenlets), '--ops', str(opts.ops), '--seed', str(opts.seed),
               '--phases', 'insert,select,update', '--value-size', str(opts.value_size),
               '--warmup', '0.3', '--checksum', '--progress', '0', '--json', path]
-    argv = [side.exe, '-m', 'gloaddriver'] + target.target_argv(side.space) + common
+    argv = [side.exe, '-m', 'gloaddriver'] + target.target_argv(space or side.space) + common
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=_env(target), cwd=ROOT)
     out, err = p.communicate()
@@ -197,8 +227,9 @@ def checks(a, b, tolerance, not_applicable=None):
         row('6 requests per op', '%.3f, %d schema fetches' % (ra, fa),
             '%.3f, %d schema fetches' % (rb, fb),
             'FAIL' if why or not same_requests else 'PASS', ' '.join(why))
-    # 7. syscalls per op
-    (sa, src_a), (sb, src_b) = _per_op_syscalls(a.result), _per_op_syscalls(b.result)
+    # 7. syscalls per op: medians of the rounds, as rows 8 and 11
+    timed = lambda s: s.timed or s.result
+    (sa, src_a), (sb, src_b) = _per_op_syscalls(timed(a)), _per_op_syscalls(timed(b))
     # A send or recv per op follows the batching only while both sides make the same
     # requests per op: a side that makes more (a schema cache that misses) makes more
     # sends for that, which batches of another size must not excuse.
@@ -244,7 +275,7 @@ def checks(a, b, tolerance, not_applicable=None):
     # 8. batching
     def batch(s):
         out = []
-        for p in s.result['phases']:
+        for p in timed(s)['phases']:
             bt = p['batching']
             out.append((p['name'], bt.get('requests_per_send') or 0, bt.get('responses_per_recv') or 0))
         return out
@@ -288,8 +319,8 @@ def checks(a, b, tolerance, not_applicable=None):
     row('10 errors by kind', fmt_e(ea), fmt_e(eb), 'PASS' if ea == eb else 'FAIL',
         '' if ea == eb else 'the same failing ops failed differently')
     # 11. throughput
-    ta_ = [p['ops_per_sec'] for p in a.result['phases']]
-    tb_ = [p['ops_per_sec'] for p in b.result['phases']]
+    ta_ = [p['ops_per_sec'] for p in timed(a)['phases']]
+    tb_ = [p['ops_per_sec'] for p in timed(b)['phases']]
     ratios = [max(x, y) / max(min(x, y), 1e-9) for x, y in zip(ta_, tb_)]
     fmt_t = lambda ts: ', '.join('{:,}'.format(int(t)) for t in ts)
     worst = max(ratios) if ratios else 1
@@ -315,10 +346,15 @@ def parse(argv):
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--value-size', type=int, default=1536)
     ap.add_argument('--tolerance', type=float, default=15.0, help='percent, for rates')
+    ap.add_argument('--rounds', type=int, default=3,
+                    help='runs of each side, in turns, whose medians rows 7, 8 and 11 judge '
+                         '(default 3)')
     ap.add_argument('--json', default=None)
     args = ap.parse_args(argv)
     if len(args.python) != 2:
         ap.error('give exactly two --python interpreters')
+    if args.rounds < 1:
+        ap.error('--rounds must be 1 or more')
     return args
 
 
@@ -333,6 +369,19 @@ def _run_sides(sides, target, opts, say):
         s.cross = _probe(s, target, {'mode': 'crossread', 'space': other.space,
                                      'typed': other.typed,
                                      'value_size': opts.value_size})['crossread']
+    # The timing rounds: the same run into fresh spaces, the sides in turns.
+    for s in sides:
+        s.rounds = [s.result]
+    for r in range(1, opts.rounds):
+        say('timing round %d of %d' % (r + 1, opts.rounds))
+        for s in (sides if r % 2 == 0 else sides[::-1]):
+            s.rounds.append(_drive(s, target, opts, _round_space(s, r)))
+    for s in sides:
+        s.timed = median_result(s.rounds)
+
+
+def _round_space(side, r):
+    return '%s_r%d' % (side.space, r)
 
 
 def main(argv):
@@ -346,7 +395,8 @@ def main(argv):
         sys.stderr.flush()
     try:
         sides = [Side(label, ensure_env(spec, say)) for label, spec in zip('AB', opts.python)]
-        target = side_of.Target([s.space for s in sides])
+        target = side_of.Target([s.space for s in sides] + [
+            _round_space(s, r) for r in range(1, opts.rounds) for s in sides])
         try:
             _run_sides(sides, target, opts, say)
         finally:
@@ -357,8 +407,9 @@ def main(argv):
     rows = checks(sides[0], sides[1], opts.tolerance, side_of.NOT_APPLICABLE)
     rows.sort(key=lambda r: int(r['check'].split()[0]))
     print('gloaddriver compat (%s): %s greenlets, %s ops per phase (insert, select, update), '
-          'seed %d, tolerance %.0f%%' % (opts.backend, opts.greenlets, '{:,}'.format(opts.ops),
-                                          opts.seed, opts.tolerance))
+          'seed %d, tolerance %.0f%%; rows 7, 8 and 11: medians of %d rounds taken in turns'
+          % (opts.backend, opts.greenlets, '{:,}'.format(opts.ops), opts.seed, opts.tolerance,
+             opts.rounds))
     print('A: %s\nB: %s' % (sides[0].exe, sides[1].exe))
     for r in rows:
         print('\n%-34s %s' % (r['check'], r['verdict']))
@@ -374,5 +425,6 @@ def main(argv):
     if opts.json:
         with open(opts.json, 'w') as f:
             json.dump({'rows': rows, 'A': sides[0].result, 'B': sides[1].result,
+                       'rounds': {'A': sides[0].rounds, 'B': sides[1].rounds},
                        'probes': [sides[0].probe, sides[1].probe]}, f, indent=1, sort_keys=True)
     return errors.EXIT_OPS_FAILED if failed else errors.EXIT_OK

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from gloaddriver.compat import check
-from gloaddriver.compat.check import Side, checks
+from gloaddriver.compat.check import Side, checks, median_result
 
 TOLERANCE = 15.0
 PHASES = ('insert', 'select', 'update')
@@ -278,3 +278,24 @@ def test_checks_do_not_change_the_sides():
     before = copy.deepcopy((a.probe, a.result, b.probe, b.result))
     checks(a, b, TOLERANCE)
     assert (a.probe, a.result, b.probe, b.result) == before
+
+
+def test_timing_rows_judge_the_medians_of_the_rounds():
+    # One round of B ran while the machine was busy (4x slower, batches 4x smaller):
+    # the median of three rounds is B's ordinary figure, and rows 7, 8, 11 pass.
+    a, b = pair()
+    slow = {'phases': [dict(_phase(n, ops_per_sec=5000.0),
+                            batching={'requests_per_send': 2.5, 'responses_per_recv': 2.5},
+                            syscalls={'source': 'perf_event',
+                                      'counts': {'total': 12000, 'sendto': 400,
+                                                 'recvfrom': 400, 'epoll_wait': 800,
+                                                 'getpid': 400}})
+                       for n in PHASES]}
+    a.timed = median_result([a.result, a.result, a.result])
+    b.timed = median_result([b.result, slow, b.result])
+    rows = verdicts(a, b)
+    assert rows['11']['verdict'] == 'PASS' and rows['7']['verdict'] in ('PASS', 'EXPLAINED')
+    assert rows['8']['verdict'] == 'PASS', rows['8']
+    # The slow round alone would have failed the throughput row.
+    b.timed = median_result([slow])
+    assert verdicts(a, b)['11']['verdict'] == 'FAIL'
