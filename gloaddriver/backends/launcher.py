@@ -26,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 _PY2 = sys.version_info[0] == 2
@@ -127,14 +128,18 @@ class Launcher(object):
         self.proc = subprocess.Popen([sys.executable, '-E', '-s', script],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      close_fds=True, preexec_fn=detach)
+        # One request and its reply at a time: a fault's greenlet may ask while another
+        # waits for a server to come up. (A gevent lock once threading is patched.)
+        self._lock = threading.Lock()
 
     def call(self, **req):
-        if self.proc is None:
-            raise RuntimeError('the server launcher is closed')
-        # Bytes both ways: gevent's text pipes on Python 2 cannot read a line.
-        self.proc.stdin.write((json.dumps(req) + '\n').encode('ascii'))
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        with self._lock:
+            if self.proc is None:
+                raise RuntimeError('the server launcher is closed')
+            # Bytes both ways: gevent's text pipes on Python 2 cannot read a line.
+            self.proc.stdin.write((json.dumps(req) + '\n').encode('ascii'))
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError('the server launcher exited (code %s)' % self.proc.poll())
         reply = json.loads(line.decode('ascii'))
