@@ -125,7 +125,7 @@ CLI_INTRO = """\
 
 `gloaddriver [flags]` (or `python -m gloaddriver`) runs a workload; `gloaddriver compat`,
 `compare`, `merge`, `html` and `schema` are subcommands with flags of their own. The
-tables below are made from the parsers themselves, so they are what `--help` says.
+lists below are made from the parsers themselves, so they say what `--help` says.
 
 * Flags come from the command line, the environment (`$GLOADDRIVER_PASSWORD`), a
   profile (`--profile`, see [Workloads](workloads.md#profiles)) and the defaults, in that
