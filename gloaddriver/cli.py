@@ -3,7 +3,8 @@
 
 Exit codes (``gloaddriver.errors``): 0 every op succeeded; 1 some ops failed or
 timed out, or the run was aborted; 2 bad flags; 3 the run could not start
-(server unreachable, auth, missing space); 130 interrupted.
+(server unreachable, auth, missing space); 4 a --fail-if threshold did not hold;
+130 interrupted.
 """
 from __future__ import absolute_import, division, print_function
 
