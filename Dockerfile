@@ -1,5 +1,5 @@
-# gloaddriver in a container, for the many-host run of README "Profiles, shards, merge
-# and compare" (a Kubernetes Indexed Job with --shard auto). Build from a checkout:
+# gloaddriver in a container, for the many-host run of docs/many-hosts.md (a
+# Kubernetes Indexed Job with --shard auto). Build from a checkout:
 #   docker build -t gloaddriver .
 FROM python:3.11-slim
 WORKDIR /src

@@ -1,9 +1,10 @@
 """The command line: ``gloaddriver [flags]`` runs a workload; ``gloaddriver compat``,
-``compare``, ``merge`` and ``html`` are the subcommands.
+``compare``, ``merge``, ``html`` and ``schema`` are the subcommands.
 
 Exit codes (``gloaddriver.errors``): 0 every op succeeded; 1 some ops failed or
 timed out, or the run was aborted; 2 bad flags; 3 the run could not start
-(server unreachable, auth, missing space); 130 interrupted.
+(server unreachable, auth, missing space); 4 a --fail-if threshold did not hold;
+130 interrupted.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -21,6 +22,9 @@ def main(argv=None):
         if argv[:1] == ['compat']:
             from gloaddriver.compat import check
             return check.main(argv[1:])
+        if argv[:1] == ['schema']:
+            from gloaddriver.report import schema
+            return schema.main(argv[1:])
         if argv[:1] and argv[0] in SUBCOMMANDS:
             from gloaddriver.report import results
             return results.main(argv[0], argv[1:])

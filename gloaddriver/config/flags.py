@@ -107,7 +107,7 @@ def build_parser(cls=None):
                         'several hosts start together and their timelines line up')
     g.add_argument('--workload-file', default=None, metavar='FILE.py',
                    help='your own workload: a Python file whose op_NAME(db, key[, rnd]) functions '
-                        'are the ops (see README "Load your own service")')
+                        'are the ops (see docs/workloads.md)')
     g.add_argument('--load', action='store_true',
                    help='before a --mix, insert keys [0, --keys) in a phase named load')
     g.add_argument('--ops', type=count, default=None, metavar='N',
@@ -120,8 +120,8 @@ def build_parser(cls=None):
                    help='ramp each phase through these stages, each linear from the previous '
                         'target (the first from 0, or from a leading bare TARGET) to its own: '
                         'greenlets (10s:10,30s:100,10s:0) or, open loop, ops/s '
-                        '(10s:1000/s,30s:5000/s); the phase lasts their sum (see README '
-                        '"Stages")')
+                        '(10s:1000/s,30s:5000/s); the phase lasts their sum (see '
+                        'docs/load.md)')
     g.add_argument('--warmup', type=seconds, default=0, metavar='SECONDS',
                    help='unrecorded select load before the first phase')
     g.add_argument('--keys', type=positive_int, default=None, metavar='N',
@@ -165,8 +165,8 @@ def build_parser(cls=None):
                         '(PHASE:p99<5ms for one phase); exit 4 when one fails')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
-    g = p.add_argument_group('live metrics (each interval, while the run goes; see README '
-                             '"Live metrics")')
+    g = p.add_argument_group('live metrics (each interval, while the run goes; see '
+                             'docs/live-metrics.md)')
     g.add_argument('--graphite', default=None, metavar='[tcp://|udp://]HOST:PORT',
                    help='send each interval to Graphite (carbon plaintext lines), over TCP '
                         'unless udp:// is given')
@@ -180,7 +180,7 @@ def build_parser(cls=None):
     shared = {}
     for kind in backends.kinds():
         kind.add_flags(p, shared)
-    g = p.add_argument_group('profiling (where the client CPU goes; see README "Profiling")')
+    g = p.add_argument_group('profiling (where the client CPU goes; see docs/profiling.md)')
     g.add_argument('--callgrind', default=None, metavar='DIR',
                    help='profile each phase; write DIR/callgrind.out.<phase>.<pid> for kcachegrind')
     g.add_argument('--pstats', default=None, metavar='DIR',

@@ -3,7 +3,7 @@
 A phase result is the same dict whoever made it: the runner from its per-op
 stats, a self-driving backend (the bulk loader) from its own counts, and
 ``gloaddriver merge`` / ``--processes`` from the parts of shards that ran
-together. The JSON contract is documented in README ("JSON result").
+together. The JSON contract is report/result.schema.json (docs/result.md).
 """
 from __future__ import absolute_import, division, print_function
 

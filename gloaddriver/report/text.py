@@ -1,6 +1,6 @@
 """The final table (stdout) and the JSON result file.
 
-The JSON contract is documented in README.md ("JSON result"); ``to_json``
+The JSON contract is result.schema.json beside this module (docs/result.md); ``to_json``
 is the only place that shapes it.
 """
 from __future__ import absolute_import, division, print_function

@@ -22,7 +22,7 @@ def definite(exc):
 
 
 def read_back(ledger, backend):
-    """The verify block of the result (see README, "Outages and durability")."""
+    """The verify block of the result (see docs/outages.md)."""
     started = clock()
     out = dict((name, 0) for name in OUTCOMES)
     out.update(checked=0, examples=dict((name, []) for name in OUTCOMES if name != 'intact'),

@@ -2,7 +2,6 @@
 from __future__ import absolute_import, division, print_function
 
 import itertools
-import json
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import pytest
 
 from gloaddriver.backends.tarantool.connection import Connection
 from gloaddriver.backends.tarantool.server import TarantoolServer
+from tests import result_schema
 
 _names = itertools.count(1)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,13 +69,15 @@ def run_cli(args, server=None, env=None, timeout=300):
     result = None
     if os.path.exists(out.name):
         with open(out.name) as f:
-            result = json.load(f)
+            result = result_schema.read(f)
         os.unlink(out.name)
     return p.returncode, stdout.decode('utf-8', 'replace'), stderr.decode('utf-8', 'replace'), result
 
 
 def assert_accounted(result):
-    """ok + failed + timed_out == attempted, in every phase and every op of a mix."""
+    """ok + failed + timed_out == attempted, in every phase and every op of a mix; and
+    the result has the shape of the shipped schema."""
+    result_schema.validate(result)
     for phase in result['phases']:
         parts = [phase] + list(phase.get('ops', {}).values())
         for p in parts:

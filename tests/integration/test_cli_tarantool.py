@@ -9,6 +9,7 @@ import time
 import pytest
 
 from gloaddriver.measure import stats
+from tests import result_schema
 from tests.integration.conftest import (ROOT, assert_accounted, connect, create_space,
                                         run_cli)
 
@@ -141,12 +142,11 @@ def test_wrong_password(tarantool, connector):
 
 def _finish_cli(p, path):
     """Wait for a run started by _start_cli; (rc, stdout, stderr, JSON or None)."""
-    import json
     out, err = p.communicate()
     res = None
     if os.path.exists(path):
         with open(path) as f:
-            res = json.load(f)
+            res = result_schema.read(f)
         os.unlink(path)
     return p.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace'), res
 

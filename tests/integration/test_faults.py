@@ -6,7 +6,6 @@ the JSON with its duration within 0.5 s of the fault's real length, the reconnec
 with --verify what survived."""
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from tests.integration.conftest import ROOT, assert_accounted, create_space
 from tests.integration.faultproxy import FaultProxy
+from tests import result_schema
 
 
 def drive(args, tmpdir, env=None, faults=(), limit=60):
@@ -49,7 +49,7 @@ def drive(args, tmpdir, env=None, faults=(), limit=60):
     if not os.path.exists(out):
         pytest.fail('no result (exit %s): %s' % (p.returncode, err[-2000:]))
     with open(out) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     return p.returncode, err, res, time.time() - started
 
 

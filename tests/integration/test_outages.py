@@ -5,7 +5,6 @@ The fault comes from the test's own thread: a private server is started with
 PR_SET_PDEATHSIG, so one restarted from a short-lived thread would die with it."""
 from __future__ import absolute_import, division, print_function
 
-import json
 import signal
 import os
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 
 from gloaddriver.backends.tarantool.server import TarantoolServer
 from tests.integration.conftest import ROOT, assert_accounted
+from tests import result_schema
 
 
 def run_with_fault(fault, tmpdir, seconds=6):
@@ -39,7 +39,7 @@ def run_with_fault(fault, tmpdir, seconds=6):
             server.kill()
         _out, err = p.communicate()
         with open(out) as f:
-            return json.load(f), err.decode('utf-8', 'replace')
+            return result_schema.read(f), err.decode('utf-8', 'replace')
     finally:
         server.stop()
 
@@ -76,7 +76,7 @@ def _interrupted(args, sig, after, tmpdir):
     t = time.time()
     stdout, err = p.communicate()
     with open(out) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     return p.returncode, time.time() - t, stdout.decode('utf-8', 'replace'), \
         err.decode('utf-8', 'replace'), res, os.path.getsize(html)
 
@@ -115,7 +115,7 @@ def test_a_time_bounded_run_grows_its_keys_and_later_phases_use_them(tmpdir):
     _o, err = p.communicate()
     assert p.returncode == 0, err
     with open(out) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     assert_accounted(res)
     by = dict((ph['name'], ph) for ph in res['phases'])
     made = by['insert']['keys']['count']

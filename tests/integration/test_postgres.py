@@ -11,6 +11,7 @@ import pytest
 from gloaddriver import workload
 from gloaddriver.backends.postgres.server import PostgresServer
 from tests.integration.conftest import ROOT, assert_accounted, run_cli
+from tests import result_schema
 
 psycopg2 = pytest.importorskip('psycopg2')
 
@@ -199,10 +200,9 @@ def _start(server, args):
 
 
 def _finish(p, path):
-    import json
     out, err = p.communicate()
     with open(path) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     os.unlink(path)
     return p.returncode, err.decode(), res
 

@@ -10,6 +10,7 @@ import tempfile
 
 from gloaddriver.measure import stats
 from gloaddriver.report import results
+from tests import result_schema
 from tests.integration.conftest import ROOT, assert_accounted, connect, run_cli
 
 
@@ -60,7 +61,7 @@ def test_merge_and_compare_commands(tarantool, space):
     merged_path = os.path.join(tmp, 'merged.json')
     out = subprocess.check_output([sys.executable, '-m', 'gloaddriver', 'merge'] + files +
                                   ['--json', merged_path], env=env, cwd=ROOT).decode()
-    assert 'insert' in out and json.load(open(merged_path))['phases'][0]['ok'] == 600
+    assert 'insert' in out and result_schema.load(merged_path)['phases'][0]['ok'] == 600
     out = subprocess.check_output([sys.executable, '-m', 'gloaddriver', 'compare'] + files,
                                   env=env, cwd=ROOT).decode()
     assert 'vs first' in out and '1.00x' in out and 'shard' in out   # manifests differ in shard

@@ -3,7 +3,6 @@
 against one --processes N run of the same load."""
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from gloaddriver.backends.tarantool.server import TarantoolServer
 from gloaddriver.measure import stats
 from gloaddriver.report import results
 from tests.integration.conftest import ROOT, assert_accounted, run_cli
+from tests import result_schema
 
 N, OPS, KEYS = 2, 1000, 2000
 
@@ -37,7 +37,7 @@ def test_an_indexed_job_merges_like_processes(tmpdir):
             _out, err = p.communicate()
             assert p.returncode == 0, err
             with open(path) as f:
-                parts.append(json.load(f))
+                parts.append(result_schema.read(f))
     assert [x['manifest']['shard'] for x in parts] == ['0/2', '1/2']
     merged = results.merge(parts)
     assert_accounted(merged)

@@ -13,6 +13,7 @@ from gloaddriver import workload
 from gloaddriver.backends.postgres.server import PostgresServer
 from gloaddriver.backends.tarantool.server import TarantoolServer
 from tests.integration.conftest import ROOT, assert_accounted, connect, run_cli
+from tests import result_schema
 
 EXAMPLES = os.path.join(ROOT, 'examples')
 
@@ -325,9 +326,8 @@ def test_every_example_profile_runs_from_anywhere(name, tmpdir):
                          env=dict(os.environ, PYTHONPATH=ROOT))
     _out, err = p.communicate()
     assert p.returncode == 0, err
-    import json
     with open(out) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     assert_accounted(res)
     assert sum(ph['ok'] for ph in res['phases']) == sum(ph['attempted'] for ph in res['phases'])
 

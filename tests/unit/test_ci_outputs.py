@@ -2,19 +2,19 @@
 when one fails) and --csv files."""
 from __future__ import absolute_import, division, print_function
 
-import json
 
 import pytest
 
 from gloaddriver import cli, errors
 from gloaddriver.report import thresholds
+from tests import result_schema
 
 
 def run(tmpdir, args, capsys=None):
     out = str(tmpdir.join('r.json'))
     rc = cli.main(['--backend', 'memory', '--progress', '0', '--json', out] + args)
     with open(out) as f:
-        return rc, json.load(f)
+        return rc, result_schema.read(f)
 
 
 def test_all_held_exits_0_and_the_verdicts_are_in_the_result(tmpdir, capsys):

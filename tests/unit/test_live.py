@@ -4,7 +4,6 @@ sockets (a listener, a dead port, a collector that never reads), and whole runs 
 in-memory backend feeding a Graphite listener and scraped over HTTP while they run."""
 from __future__ import absolute_import, division, print_function
 
-import json
 import re
 import time
 
@@ -19,6 +18,7 @@ from gloaddriver import config as configuration
 from gloaddriver.measure import stats, timeline
 from gloaddriver.measure.timeline import Timeline
 from gloaddriver.report import live, live_send
+from tests import result_schema
 
 T = 1700000000
 
@@ -525,7 +525,7 @@ def test_a_run_feeds_graphite_and_prometheus_the_rows_of_its_timeline(tmpdir, ca
         graphite.stop()
     assert rc == 1   # the injected failures
     with open(out) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     load, mix = res['phases']
     series = graphite_series(graphite.lines(), 'lt')
     for p in (load, mix):
@@ -600,7 +600,7 @@ def test_a_run_with_dead_collectors_completes_and_says_what_was_dropped(tmpdir, 
     took = time.time() - t0
     assert rc == 0 and took < 2.5
     with open(out) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     ticked = sum(len(p['timeline']) for p in res['phases'])
     err = capsys.readouterr().err
     m = re.search(r'note: graphite tcp://127\.0\.0\.1:%d: (\d+) of (\d+) sends dropped '

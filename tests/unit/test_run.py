@@ -4,7 +4,6 @@ No server: tests/fakebackend is a dict (registered in conftest.py)."""
 from __future__ import absolute_import, division, print_function
 
 import io
-import json
 import random
 
 import pytest
@@ -14,6 +13,7 @@ from gloaddriver import config as configuration
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.run import runner
 from tests import fakebackend
+from tests import result_schema
 
 
 class Progress(object):
@@ -319,7 +319,7 @@ def test_the_cli_runs_the_memory_backend_end_to_end(tmpdir, capsys):
     out = capsys.readouterr().out
     assert code == 0
     with io.open(path, encoding='utf-8') as f:
-        result = json.load(f)
+        result = result_schema.read(f)
     m = result['manifest']
     assert m['backend'] == 'memory' and m['server']['product'] == 'in-memory dict'
     assert m['server']['address'] == 'in-process' and m['connector_detail'] == 'dict'

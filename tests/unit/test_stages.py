@@ -20,6 +20,7 @@ from gloaddriver.report import html, text
 from gloaddriver.run import runner, stages
 
 from tests.unit.test_run import Progress, accounted
+from tests import result_schema
 
 
 def run(*argv, **kw):
@@ -349,9 +350,8 @@ def test_text_and_html_show_the_stages(tmpdir):
                    '--html', out, '--json', str(tmpdir.join('r.json'))])
     assert rc == 0
     import io
-    import json
     with io.open(str(tmpdir.join('r.json')), encoding='utf-8') as f:
-        result = json.load(f)
+        result = result_schema.read(f)
     (p,) = result['phases']
     assert result['manifest']['stages'] == '0.3s:4,0.3s:0'
     lines = [l for l in text.table(result) if ': stage ' in l]

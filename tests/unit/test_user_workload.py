@@ -2,7 +2,6 @@
 in-memory backend stands in for one)."""
 from __future__ import absolute_import, division, print_function
 
-import json
 import random
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from gloaddriver import cli, errors
 from gloaddriver import config as configuration
 from gloaddriver.workload import template, userfile
+from tests import result_schema
 
 VALUES = [u'v%d' % i for i in range(100)]
 
@@ -76,7 +76,7 @@ def op_get(db, key):
                    '--progress', '0', '--json', out])
     assert rc == 0
     with open(out) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     (phase,) = res['phases']
     assert phase['name'] == 'mix' and sorted(phase['ops']) == ['get', 'put']
     assert phase['ops']['get']['misses'] == phase['ops']['get']['attempted']   # empty dict
@@ -105,7 +105,7 @@ def test_none_is_success_and_false_is_a_miss(tmpdir):
     assert cli.main(['--backend', 'memory', '--workload-file', path, '--ops', '50',
                      '--progress', '0', '--json', out]) == 0
     with open(out) as f:
-        phases = dict((p['name'], p) for p in json.load(f)['phases'])
+        phases = dict((p['name'], p) for p in result_schema.read(f)['phases'])
     assert (phases['none']['ok'], phases['none']['misses']) == (50, 0)
     assert (phases['false']['ok'], phases['false']['misses']) == (50, 50)
 
@@ -128,7 +128,7 @@ def test_a_failing_teardown_is_a_note_and_the_run_is_reported(tmpdir, capsys):
     err = capsys.readouterr().err
     assert 'note:' in err and 'teardown(db) failed: RuntimeError: cleanup' in err
     with open(out) as f:
-        assert json.load(f)['phases'][0]['ok'] == 5
+        assert result_schema.read(f)['phases'][0]['ok'] == 5
 
 
 def test_the_third_parameter_may_have_any_name(tmpdir):
@@ -137,7 +137,7 @@ def test_the_third_parameter_may_have_any_name(tmpdir):
     assert cli.main(['--backend', 'memory', '--workload-file', path, '--ops', '20',
                      '--progress', '0', '--json', out]) == 0
     with open(out) as f:
-        assert json.load(f)['phases'][0]['ok'] == 20
+        assert result_schema.read(f)['phases'][0]['ok'] == 20
 
 
 def test_loading_a_workload_file_leaves_no_bytecode_beside_it(tmpdir):

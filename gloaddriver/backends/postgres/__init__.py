@@ -65,7 +65,7 @@ class Postgres(base.Kind):
         (('--script',), dict(action='append', metavar='FILE.sql[@W]',
                              help='postgres: a pgbench-style script run whole as one op; '
                                   'several (a.sql@9,b.sql@1, or the flag again) make a weighted '
-                                  'mix (see README "Load your own service")')),
+                                  'mix (see docs/workloads.md)')),
         (('--wait-callback',), dict(choices=['cached', 'psycogreen'],
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '

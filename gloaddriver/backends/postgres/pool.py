@@ -5,7 +5,7 @@ Two wait callbacks make psycopg2 yield to the hub instead of blocking:
 * ``psycogreen``: psycogreen's stock callback, which builds a new io watcher
   for every wait;
 * ``cached`` (default): the same loop, but each connection keeps one read and
-  one write watcher for its life. Measured in README ("PostgreSQL").
+  one write watcher for its life. Measured in docs/benchmarks.md ("PostgreSQL").
 
 A psycopg2 connection cannot be shared by greenlets, hence the pool: LIFO (the
 most recently used, warmest connection first), created lazily up to ``size``,

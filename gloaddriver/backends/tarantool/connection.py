@@ -1,6 +1,6 @@
 """The buffered Tarantool connection: many greenlets, one socket.
 
-How a request travels (README, "The buffered connector", says why):
+How a request travels (docs/connectors.md says why):
 
 * the caller encodes its frame straight into the shared outgoing bytearray,
   files its own greenlet under its sync id, schedules one hub callback if no
@@ -445,7 +445,7 @@ _HEAD_AFTER_LEN = P._HEAD_AFTER_LEN
 # A chunk is split for overlap when each half has 4 replies or more. At 10
 # greenlets the one batch of 10 becomes two of 5 that take turns with the
 # server: 0.35-0.4 network syscalls per op instead of 0.20, for 1.1-1.4x the
-# ops/s (README, "Overlap"); halves of fewer than 4 would add sends and gain
+# ops/s (docs/connectors.md, "Overlap"); halves of fewer than 4 would add sends and gain
 # nothing more. --no-overlap keeps one send per loop pass.
 OVERLAP_MIN = 8
 
