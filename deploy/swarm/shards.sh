@@ -39,7 +39,10 @@ docker service create --detach --quiet --name "$job" \
   --env "START_AT=$start_at" --env "JOB=$job" \
   --entrypoint sh "$IMAGE" \
   -c 'exec gloaddriver "$@" --progress 0 --shard auto --start-at "$START_AT" --json "/results/$JOB-$GLOADDRIVER_TASK_SLOT.json"' \
-  gloaddriver "$@" >/dev/null
+  gloaddriver "$@" >/dev/null 2>"/tmp/$job.create" ||
+  { cat "/tmp/$job.create" >&2; rm -f "/tmp/$job.create"; exit 1; }
+# (What it said besides: that a local image has no registry digest, expected here.)
+rm -f "/tmp/$job.create"
 
 # Wait until every task has finished one way or the other; say how each did.
 while :; do
