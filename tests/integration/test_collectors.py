@@ -53,9 +53,9 @@ def _wait(what, ready, proc, log, timeout=60):
 class Collector(object):
     """A collector process in a temp folder, stopped and removed at the end."""
 
-    def __init__(self, argv, name):
+    def __init__(self, name):
         self.dir = tempfile.mkdtemp(prefix='gloaddriver-%s-' % name)
-        self.argv, self.name, self.proc = argv, name, None
+        self.name, self.proc = name, None
         self.log = os.path.join(self.dir, 'out.log')
 
     def start(self, argv):
@@ -78,7 +78,7 @@ class Collector(object):
 @pytest.mark.skipif(not _have('prometheus'), reason='no prometheus server on this machine '
                     '(apt-get install prometheus)')
 def test_a_prometheus_server_scrapes_the_run_and_its_series_match_the_json(tarantool, space):
-    prom = Collector(None, 'prometheus')
+    prom = Collector('prometheus')
     target, port = free_port(), free_port()
     with open(os.path.join(prom.dir, 'prometheus.yml'), 'w') as f:
         f.write('global: {scrape_interval: 500ms, scrape_timeout: 400ms}\n'
@@ -133,7 +133,7 @@ def test_a_prometheus_server_scrapes_the_run_and_its_series_match_the_json(taran
                     reason='no carbon-cache and whisper-fetch on this machine '
                     '(apt-get install graphite-carbon)')
 def test_carbon_stores_the_graphite_lines_and_whisper_gives_back_the_json(tarantool, space):
-    carbon = Collector(None, 'carbon')
+    carbon = Collector('carbon')
     d = carbon.dir
     line, pickle, query = free_port(), free_port(), free_port()
     for sub in ('whisper', 'lists', 'log'):

@@ -9,6 +9,8 @@ import fnmatch
 import os
 import re
 import shlex
+import shutil
+import tempfile
 
 import pytest
 
@@ -56,19 +58,27 @@ def shard_paths():
     assert c['command'] == ['gloaddriver']
     # --shard auto reads the variable Kubernetes sets in each pod of an Indexed Job.
     assert configuration.INDEX_ENV == 'JOB_COMPLETION_INDEX'
+    (mount,) = [m['mountPath'] for m in c['volumeMounts']]
+    assert mount == '/results'
+    # The volume "mounted": a temporary folder in place of the mount path, since the
+    # parser checks that the --json folder exists.
+    volume = tempfile.mkdtemp()
     start_at = 1767225600
     paths = []
-    for i in range(n):
-        pod_env = dict(env, START_AT=str(start_at), JOB_COMPLETION_INDEX=str(i),
-                       GLOADDRIVER_PASSWORD='from-the-secret')
-        argv = [expand(a, pod_env) for a in c['args']]
-        cfg = configuration.parse(argv, environ=pod_env)
-        assert cfg.load.shard == (i, n)
-        assert cfg.load.start_at == start_at
-        assert cfg.output.json == '/results/shard-%d.json' % i
-        assert cfg.target.password == 'from-the-secret'
-        paths.append(cfg.output.json)
-    assert [m['mountPath'] for m in c['volumeMounts']] == ['/results']
+    try:
+        for i in range(n):
+            pod_env = dict(env, START_AT=str(start_at), JOB_COMPLETION_INDEX=str(i),
+                           GLOADDRIVER_PASSWORD='from-the-secret')
+            argv = [expand(a, pod_env) for a in c['args']]
+            argv = [volume + a[len(mount):] if a.startswith(mount + '/') else a for a in argv]
+            cfg = configuration.parse(argv, environ=pod_env)
+            assert cfg.load.shard == (i, n)
+            assert cfg.load.start_at == start_at
+            assert cfg.output.json == '%s/shard-%d.json' % (volume, i)
+            assert cfg.target.password == 'from-the-secret'
+            paths.append(mount + cfg.output.json[len(volume):])
+    finally:
+        shutil.rmtree(volume)
     return paths
 
 
