@@ -2,7 +2,8 @@
 real Prometheus server (Debian's prometheus) scrapes --prometheus-port while a run goes,
 and its HTTP query API gives back series that match the run's JSON; a real carbon-cache
 (Debian's graphite-carbon) receives --graphite, and the whisper points it stored
-(read back with whisper-fetch, the whisper module's own reader) match the JSON too.
+(read back with whisper-fetch, the whisper module's own reader) match the JSON's
+timeline rows too.
 Each collector gets a temporary config and data folder and free loopback ports; a
 machine without one skips its test, saying which (scripts/test installs both)."""
 from __future__ import absolute_import, division, print_function
@@ -25,6 +26,8 @@ except ImportError:  # pragma: no cover - Python 2
 
 from gloaddriver.backends.spawn import free_port, which
 from tests.integration.conftest import assert_accounted, run_cli
+
+KEYS = ('attempted', 'ok', 'errors', 'ops_per_sec')
 
 
 def _have(tool):
@@ -91,6 +94,11 @@ def test_a_prometheus_server_scrapes_the_run_and_its_series_match_the_json(taran
                     '--storage.tsdb.path=data', '--web.listen-address=127.0.0.1:%d' % port])
         _wait('prometheus', lambda: urlopen(api + '/-/ready', timeout=2).getcode() == 200,
               prom.proc, prom.log)
+        # Ready is not yet scraping: the scrape manager takes its targets up a few
+        # seconds later. Start the run once the target is listed (down until it runs).
+        _wait('the scrape target', lambda: json.loads(urlopen(
+            api + '/api/v1/targets', timeout=2).read().decode('utf-8'))['data']['activeTargets'],
+            prom.proc, prom.log)
         t0 = time.time()
         rc, _out, err, res = run_cli(
             ['--space', space, '--ops', '0', '--duration', '4', '--phases', 'insert,select',
@@ -112,6 +120,8 @@ def test_a_prometheus_server_scrapes_the_run_and_its_series_match_the_json(taran
         rate = samples('gloaddriver_client_ops_per_second' + span)
         total = samples('gloaddriver_client_ops_total' + span)
         elapsed = samples('gloaddriver_phase_elapsed_seconds' + span)
+        names = json.loads(urlopen(api + '/api/v1/label/__name__/values',
+                                   timeout=10).read().decode('utf-8'))['data']
     finally:
         prom.stop()
     for p in res['phases']:
@@ -127,6 +137,14 @@ def test_a_prometheus_server_scrapes_the_run_and_its_series_match_the_json(taran
             assert v == sum(r['attempted'] for r in rows if r['t'] <= by_time[ts])
         # Scraped every 0.5 s through 4 intervals of 1 s: at least 2 distinct intervals.
         assert len(seen) >= 2, (name, sorted(seen))
+    # Every metric the shipped Grafana dashboard queries is one this server scraped.
+    from tests.unit.test_grafana_dashboard import dashboard_metrics
+    _dash, used = dashboard_metrics()
+    missing = set(used) - set(names)
+    if not any(p['failed'] or p['timed_out'] for p in res['phases']):
+        # Errors by kind is a series only once an op failed; this run had none.
+        missing.discard('gloaddriver_client_errors_by_kind_total')
+    assert not missing, sorted(missing)
 
 
 @pytest.mark.skipif(not (_have('carbon-cache') and _have('whisper-fetch')),
@@ -156,12 +174,14 @@ def test_carbon_stores_the_graphite_lines_and_whisper_gives_back_the_json(tarant
         f.write('[all]\npattern = .*\nretentions = 1s:1h\n')
 
     def fetch(metric):
+        """{timestamp: value} of the points carbon stored for a metric."""
         path = os.path.join(d, 'whisper', *metric.split('.')) + '.wsp'
         if not os.path.exists(path):
-            return None
-        out = subprocess.check_output([_have('whisper-fetch'), '--json',
-                                       '--from=%d' % (t0 - 10), path])
-        return [v for v in json.loads(out.decode('utf-8'))['values'] if v is not None]
+            return {}
+        out = json.loads(subprocess.check_output([_have('whisper-fetch'), '--json',
+                                                  '--from=%d' % (t0 - 10), path]).decode('utf-8'))
+        start, step = out['start'], out['step']
+        return dict((start + i * step, v) for i, v in enumerate(out['values']) if v is not None)
 
     try:
         import socket
@@ -178,25 +198,34 @@ def test_carbon_stores_the_graphite_lines_and_whisper_gives_back_the_json(tarant
         assert 'dropped' not in err
         assert_accounted(res)
         # carbon writes its cache to whisper files in the background: wait until the
-        # last phase's points are all there (bounded).
-        last = res['phases'][-1]
-        name = last['name']
-        deadline = time.time() + 60
+        # last phase's points are there and stay the same for a second (bounded).
+        name = res['phases'][-1]['name']
+        deadline, before = time.time() + 60, None
         while time.time() < deadline:
             got = fetch('gloaddriver.%s.client.%s.attempted' % (name, name))
-            if got is not None and len(got) >= len(last['timeline']) - 1:
+            if len(got) >= len(res['phases'][-1]['timeline']) - 2 and got == before:
                 break
-            time.sleep(0.5)
+            before = got
+            time.sleep(1)
         stored = {}
         for p in res['phases']:
             name = p['name']
-            for key in ('attempted', 'ok', 'errors', 'ops_per_sec'):
+            for key in KEYS:
                 stored[(name, key)] = fetch('gloaddriver.%s.client.%s.%s' % (name, name, key))
     finally:
         carbon.stop()
     for p in res['phases']:
-        rows = p['timeline']
-        sent = stored[(p['name'], 'attempted')]
-        assert sent and len(rows) - 1 <= len(sent) <= len(rows), (p['name'], sent, rows)
-        for key in ('attempted', 'ok', 'errors', 'ops_per_sec'):
-            assert stored[(p['name'], key)] == [r[key] for r in rows[:len(sent)]], key
+        rows = [tuple(r[k] for k in KEYS) for r in p['timeline']]
+        times = sorted(stored[(p['name'], 'attempted')])
+        points = [tuple(stored[(p['name'], k)].get(ts) for k in KEYS) for ts in times]
+        # Each stored second is one row of the timeline, all four figures of the same
+        # row, in the order of the rows. Whisper keeps one point a second: a last, partial
+        # row sent within the same second as the one before takes its place, so up to
+        # two rows (that one and the one it overwrote) may be missing, no more.
+        i = 0
+        for pt in points:
+            while i < len(rows) and rows[i] != pt:
+                i += 1
+            assert i < len(rows), (p['name'], pt, 'not a row, or out of order', rows)
+            i += 1
+        assert len(points) >= max(2, len(rows) - 2), (p['name'], points, rows)
