@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -50,14 +51,32 @@ def _script(name, env=None, timeout=900):
     return p.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
 
 
+def _stop_started(path):
+    """Stop the dockerd that build-image started for this test (none when one ran)."""
+    with open(path) as f:
+        pids = [int(l.split()[1]) for l in f if l.startswith('dockerd ')]
+    os.unlink(path)
+    for pid in pids:
+        os.kill(pid, 15)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.2)
+
+
 def test_the_image_runs_help_and_a_load_against_a_tarantool_on_the_host(tmpdir):
     # The build itself (and dockerd, when it is not running) goes through the same
     # lock as scripts/many-hosts, which may stop a dockerd it started.
     import fcntl
     lock = open('/tmp/gloaddriver-many-hosts.lock', 'w')
     fcntl.flock(lock, fcntl.LOCK_EX)
+    started = tempfile.NamedTemporaryFile(suffix='.started', delete=False)
+    started.close()
     try:
-        rc, image, err = _script('build-image')
+        rc, image, err = _script('build-image', env={'STARTED_FILE': started.name})
         assert rc == 0, err
         image = image.strip().splitlines()[-1]
         out = subprocess.check_output(['docker', 'run', '--rm', '--network', 'none', image,
@@ -74,6 +93,7 @@ def test_the_image_runs_help_and_a_load_against_a_tarantool_on_the_host(tmpdir):
             out, err = p.communicate()
         assert p.returncode == 0, err
     finally:
+        _stop_started(started.name)
         lock.close()
     with open(os.path.join(results, 'r.json')) as f:
         res = json.load(f)
