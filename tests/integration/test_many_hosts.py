@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,7 +45,7 @@ def _why_not():
 pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
 
 
-def _script(name, env=None, timeout=900):
+def _script(name, env=None):
     p = subprocess.Popen([os.path.join(ROOT, 'scripts', name)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, **(env or {})))
     out, err = p.communicate()
@@ -106,20 +107,22 @@ def test_the_image_runs_help_and_a_load_against_a_tarantool_on_the_host(tmpdir):
 def test_many_hosts_merges_a_swarm_job_of_3_shards_like_3_processes():
     keep = tempfile.mkdtemp(prefix='gloaddriver-many-hosts-')
     ops, keys = 3000, 3000
-    rc, out, err = _script('many-hosts', env={'KEEP': keep, 'SHARDS': '3', 'OPS': str(ops),
-                                              'KEYS': str(keys)})
-    assert rc == 0, out + err
-    assert 'merged counts and histogram totals are the sums of the 3 shards' in out
-    assert 'insert' in out and 'delete' in out   # the merged table
-    paths = glob.glob(os.path.join(keep, '*.json'))
-    (merged_path,) = [p for p in paths if p.endswith('-merged.json')]
-    shards = []
-    for p in sorted(set(paths) - {merged_path}):
-        with open(p) as f:
-            shards.append(json.load(f))
-    with open(merged_path) as f:
-        merged = json.load(f)
-    subprocess.call(['rm', '-rf', keep])
+    try:
+        rc, out, err = _script('many-hosts', env={'KEEP': keep, 'SHARDS': '3',
+                                                  'OPS': str(ops), 'KEYS': str(keys)})
+        assert rc == 0, out + err
+        assert 'merged counts and histogram totals are the sums of the 3 shards' in out
+        assert 'insert' in out and 'delete' in out   # the merged table
+        paths = glob.glob(os.path.join(keep, '*.json'))
+        (merged_path,) = [p for p in paths if p.endswith('-merged.json')]
+        shards = []
+        for p in sorted(set(paths) - {merged_path}):
+            with open(p) as f:
+                shards.append(json.load(f))
+        with open(merged_path) as f:
+            merged = json.load(f)
+    finally:
+        shutil.rmtree(keep, ignore_errors=True)
     # Each slot of the job became one shard index, once.
     assert sorted(s['manifest']['shard'] for s in shards) == ['0/3', '1/3', '2/3']
     assert_accounted(merged)
