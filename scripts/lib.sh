@@ -43,3 +43,35 @@ ensure_venv() {  # ensure_venv 2.7|3.11|3.13 -> prints the python of .venv/pyXY
   PYTHONPATH="$ROOT" "$boot" -m gloaddriver.compat.envs ensure "$1" ||
     die "cannot prepare the Python $1 environment (see above)"
 }
+
+# -- Docker (scripts/build-image, scripts/many-hosts) -------------------------------
+# What these helpers start is written to STARTED_FILE (when set), one word a line
+# ("dockerd PID", "swarm"), so the caller can stop exactly that and nothing else.
+
+DOCKERD_LOG=${DOCKERD_LOG:-/tmp/gloaddriver-dockerd.log}
+
+ensure_dockerd() {  # start dockerd as root in the background when no engine answers
+  docker info >/dev/null 2>&1 && return 0
+  command -v dockerd >/dev/null || die "no Docker engine: install docker.io (apt) or Docker"
+  say "starting dockerd (log: $DOCKERD_LOG)"
+  as_root sh -c "dockerd >'$DOCKERD_LOG' 2>&1 & echo \$! > /tmp/gloaddriver-dockerd.pid"
+  local pid i
+  pid=$(cat /tmp/gloaddriver-dockerd.pid)
+  [ -n "${STARTED_FILE:-}" ] && echo "dockerd $pid" >> "$STARTED_FILE"
+  for i in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || die "dockerd exited; see $DOCKERD_LOG"
+    sleep 0.5
+  done
+  die "dockerd did not answer within 30 s; see $DOCKERD_LOG"
+}
+
+ensure_swarm() {  # a one-node swarm on 127.0.0.1 when this engine is in none
+  local state
+  state=$(docker info --format '{{.Swarm.LocalNodeState}}' 2>/dev/null)
+  [ "$state" = active ] && return 0
+  say "initialising a one-node swarm on 127.0.0.1"
+  docker swarm init --advertise-addr 127.0.0.1 >/dev/null || die "docker swarm init failed"
+  [ -n "${STARTED_FILE:-}" ] && echo "swarm" >> "$STARTED_FILE"
+  return 0
+}

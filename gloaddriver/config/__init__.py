@@ -71,17 +71,41 @@ def _foreign_flags(args, kind):
 
 SHARDS_ENV = 'GLOADDRIVER_SHARDS'
 INDEX_ENV = 'JOB_COMPLETION_INDEX'
+# Docker Swarm has no shard index of its own; a replicated job passes its task's slot and
+# node id through these (deploy/swarm/). A replicated job's slots count from 0, and Docker's
+# {{.Task.Slot}} template gives the node id in place of a 0 slot (as for a global service,
+# whose tasks have slot 0), so 3 replicas render as <node id>, 1 and 2.
+SLOT_ENV = 'GLOADDRIVER_TASK_SLOT'
+NODE_ENV = 'GLOADDRIVER_NODE_ID'
+
+
+def _auto_index(environ):
+    """This shard's index from the orchestrator: Kubernetes' $JOB_COMPLETION_INDEX, else a
+    Swarm replicated job's slot; None when neither is set."""
+    index = environ.get(INDEX_ENV)
+    if index is not None:
+        return index
+    slot = environ.get(SLOT_ENV)
+    if slot is None:
+        return None
+    if slot and slot == environ.get(NODE_ENV):   # slot 0, rendered as the node id
+        return '0'
+    if not slot.isdigit():
+        raise errors.ConfigError('--shard auto: $%s is %r, neither a slot number nor $%s '
+                                 '(%r)' % (SLOT_ENV, slot, NODE_ENV, environ.get(NODE_ENV)))
+    return slot
 
 
 def _shard(text, environ):
     if not text:
         return None
     if text == 'auto':
-        index, count = environ.get(INDEX_ENV), environ.get(SHARDS_ENV)
+        index, count = _auto_index(environ), environ.get(SHARDS_ENV)
         if not (index or '').isdigit() or not (count or '').isdigit():
-            raise errors.ConfigError('--shard auto needs $%s (this shard, from 0) and $%s '
-                                     '(how many) in the environment; got %r and %r'
-                                     % (INDEX_ENV, SHARDS_ENV, index, count))
+            raise errors.ConfigError('--shard auto needs $%s (this shard, from 0; or a Swarm '
+                                     "task's $%s and $%s) and $%s (how many) in the "
+                                     'environment; got %r and %r'
+                                     % (INDEX_ENV, SLOT_ENV, NODE_ENV, SHARDS_ENV, index, count))
         text = '%s/%s' % (index, count)
     m = re.match(r'^(\d+)/(\d+)$', text)
     if not m or not int(m.group(1)) < int(m.group(2)):

@@ -101,7 +101,8 @@ def build_parser(cls=None):
                    help='run shard I of N (0-based): keys [I*K/N, (I+1)*K/N) of --keys K, so '
                         'hosts can share one key space; join the results with "gloaddriver '
                         'merge". auto: I from $JOB_COMPLETION_INDEX (a Kubernetes Indexed '
-                        'Job), N from $GLOADDRIVER_SHARDS')
+                        'Job) or a Swarm job\'s $GLOADDRIVER_TASK_SLOT, N from '
+                        '$GLOADDRIVER_SHARDS')
     g.add_argument('--start-at', type=float, default=None, metavar='UNIX_TIME',
                    help='after connecting, wait until this time to start, so shards on '
                         'several hosts start together and their timelines line up')

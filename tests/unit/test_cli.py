@@ -153,3 +153,25 @@ def test_backend_options_are_their_own_group():
                             environ={})
     assert (p.opts.dsn, p.opts.pool_size, p.opts.workload) == ('host=x', 4, 'kv')
     assert not hasattr(p.opts, 'host') and not hasattr(t.opts, 'dsn')
+
+
+def test_shard_auto_reads_kubernetes_index_or_a_swarm_task_slot():
+    def shard(**env):
+        return configuration.parse(['--shard', 'auto'], environ=env).load.shard
+    assert shard(JOB_COMPLETION_INDEX='2', GLOADDRIVER_SHARDS='4') == (2, 4)
+    # A Swarm replicated job: slots from 0, where Docker renders slot 0 as the node id.
+    node = 'x3k9q0abcdefghijklmnopqrs'
+    assert shard(GLOADDRIVER_TASK_SLOT=node, GLOADDRIVER_NODE_ID=node,
+                 GLOADDRIVER_SHARDS='3') == (0, 3)
+    assert shard(GLOADDRIVER_TASK_SLOT='2', GLOADDRIVER_NODE_ID=node,
+                 GLOADDRIVER_SHARDS='3') == (2, 3)
+    # Kubernetes' index wins when both are set; a slot that is neither is one clear line.
+    assert shard(JOB_COMPLETION_INDEX='1', GLOADDRIVER_TASK_SLOT='2',
+                 GLOADDRIVER_SHARDS='3') == (1, 3)
+    for env in ({'GLOADDRIVER_TASK_SLOT': 'other', 'GLOADDRIVER_NODE_ID': node,
+                 'GLOADDRIVER_SHARDS': '3'},
+                {'GLOADDRIVER_TASK_SLOT': '3', 'GLOADDRIVER_SHARDS': '3'},
+                {'GLOADDRIVER_SHARDS': '3'}):
+        with pytest.raises(errors.ConfigError) as e:
+            configuration.parse(['--shard', 'auto'], environ=env)
+        assert '\n' not in str(e.value) and 'shard' in str(e.value)

@@ -1,0 +1,145 @@
+"""The many-host path for real: the image built from the repository's Dockerfile (on a
+local Debian base when no registry is reachable) runs --help and a load against a
+Tarantool on the host; scripts/many-hosts runs 3 shards as a Docker Swarm replicated
+job, merges them, and the merge adds up (counts, histogram totals) and matches the
+shape of one --processes 3 run of the same load.
+
+They need root and Docker's engine (Debian's docker.io; scripts/test installs it) and
+are skipped, by name, where either is missing. They run on Python 3 only: the
+containers do not depend on the interpreter of the test, and scripts/test runs 2.7 and
+3.11 side by side."""
+from __future__ import absolute_import, division, print_function
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from gloaddriver.backends.spawn import which
+from gloaddriver.backends.tarantool.server import TarantoolServer
+from gloaddriver.measure import stats
+from tests.integration.conftest import ROOT, assert_accounted, run_cli
+
+COUNTS = ('attempted', 'ok', 'failed', 'timed_out', 'misses')
+
+
+def _why_not():
+    if sys.version_info[0] < 3:
+        return 'runs once per suite, on Python 3 (the containers do not depend on it)'
+    if os.geteuid() != 0:
+        return 'needs root to start dockerd and to debootstrap the base image'
+    for tool in ('docker', 'dockerd', 'debootstrap'):
+        try:
+            which(tool)
+        except Exception:
+            return 'needs %s (apt-get install docker.io debootstrap)' % tool
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+
+
+def _script(name, env=None):
+    p = subprocess.Popen([os.path.join(ROOT, 'scripts', name)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, **(env or {})))
+    out, err = p.communicate()
+    return p.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
+
+
+def _stop_started(path):
+    """Stop the dockerd that build-image started for this test (none when one ran)."""
+    with open(path) as f:
+        pids = [int(l.split()[1]) for l in f if l.startswith('dockerd ')]
+    os.unlink(path)
+    for pid in pids:
+        os.kill(pid, 15)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.2)
+
+
+def test_the_image_runs_help_and_a_load_against_a_tarantool_on_the_host(tmpdir):
+    # The build itself (and dockerd, when it is not running) goes through the same
+    # lock as scripts/many-hosts, which may stop a dockerd it started.
+    import fcntl
+    lock = open('/tmp/gloaddriver-many-hosts.lock', 'w')
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    started = tempfile.NamedTemporaryFile(suffix='.started', delete=False)
+    started.close()
+    try:
+        rc, image, err = _script('build-image', env={'STARTED_FILE': started.name})
+        assert rc == 0, err
+        image = image.strip().splitlines()[-1]
+        out = subprocess.check_output(['docker', 'run', '--rm', '--network', 'none', image,
+                                       '--help']).decode('utf-8')
+        assert out.startswith('usage: gloaddriver') and '--shard I/N|auto' in out
+        results = str(tmpdir)
+        with TarantoolServer() as server:
+            env = dict(os.environ, GLOADDRIVER_PASSWORD=server.password)
+            p = subprocess.Popen(
+                ['docker', 'run', '--rm', '--network', 'host', '-e', 'GLOADDRIVER_PASSWORD',
+                 '-v', '%s:/results' % results, image, '--uri', server.uri, '--user',
+                 server.user, '--ops', '2000', '--progress', '0', '--json', '/results/r.json'],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            out, err = p.communicate()
+        assert p.returncode == 0, err
+    finally:
+        _stop_started(started.name)
+        lock.close()
+    with open(os.path.join(results, 'r.json')) as f:
+        res = json.load(f)
+    assert_accounted(res)
+    assert [p['name'] for p in res['phases']] == ['insert', 'select', 'update', 'delete']
+    assert all(p['ok'] == 2000 for p in res['phases'])
+    assert res['manifest']['interpreter'].startswith('CPython 3.')   # the image's, not ours
+
+
+def test_many_hosts_merges_a_swarm_job_of_3_shards_like_3_processes():
+    keep = tempfile.mkdtemp(prefix='gloaddriver-many-hosts-')
+    ops, keys = 3000, 3000
+    try:
+        rc, out, err = _script('many-hosts', env={'KEEP': keep, 'SHARDS': '3',
+                                                  'OPS': str(ops), 'KEYS': str(keys)})
+        assert rc == 0, out + err
+        assert 'merged counts and histogram totals are the sums of the 3 shards' in out
+        assert 'insert' in out and 'delete' in out   # the merged table
+        paths = glob.glob(os.path.join(keep, '*.json'))
+        (merged_path,) = [p for p in paths if p.endswith('-merged.json')]
+        shards = []
+        for p in sorted(set(paths) - {merged_path}):
+            with open(p) as f:
+                shards.append(json.load(f))
+        with open(merged_path) as f:
+            merged = json.load(f)
+    finally:
+        shutil.rmtree(keep, ignore_errors=True)
+    # Each slot of the job became one shard index, once.
+    assert sorted(s['manifest']['shard'] for s in shards) == ['0/3', '1/3', '2/3']
+    assert_accounted(merged)
+    for phase in merged['phases']:
+        parts = [p for s in shards for p in s['phases'] if p['name'] == phase['name']]
+        assert len(parts) == 3
+        for k in COUNTS:
+            assert phase[k] == sum(p[k] for p in parts), (phase['name'], k)
+        totals = [stats.decode_histogram(p['histogram']).get_total_count() for p in parts]
+        assert totals == [p['ok'] for p in parts]
+        assert stats.decode_histogram(phase['histogram']).get_total_count() == sum(totals)
+    # The same load as one --processes 3 run: the same counts, phase by phase.
+    with TarantoolServer() as server:
+        rc, _out, err, together = run_cli(['--processes', '3', '--ops', str(3 * ops),
+                                           '--keys', str(3 * keys)], server=server)
+    assert rc == 0, err
+    assert [p['name'] for p in merged['phases']] == [p['name'] for p in together['phases']]
+    for a, b in zip(merged['phases'], together['phases']):
+        for k in COUNTS:
+            assert a[k] == b[k], (a['name'], k, a[k], b[k])
