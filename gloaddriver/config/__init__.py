@@ -169,10 +169,13 @@ def _stages(args):
     """--stages, checked against the flags it meets. It changes three defaults: --ops
     (no limit: the stages end the phase), --greenlets (the highest target of a closed
     loop) and, for targets in ops/s, --rate (the highest target: the open loop runs
-    as under --rate, on a schedule that follows the stages)."""
+    as under --rate, on a schedule that follows the stages). Without --stages, --ops
+    defaults to 100000 unless --duration is given: then the time ends each phase (a
+    default op limit that came first would cut the asked-for time short, silently)."""
     if args.stages is None:
         args.greenlets = args.greenlets or 10
-        args.ops = 100000 if args.ops is None else args.ops
+        if args.ops is None:
+            args.ops = 0 if args.duration else 100000
         return None
     try:
         stages = types.stages(args.stages)

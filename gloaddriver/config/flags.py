@@ -111,11 +111,11 @@ def build_parser(cls=None):
     g.add_argument('--load', action='store_true',
                    help='before a --mix, insert keys [0, --keys) in a phase named load')
     g.add_argument('--ops', type=count, default=None, metavar='N',
-                   help='ops per phase (default 100000, or no limit with --stages; 0 = no '
-                        'limit; then --duration ends a phase)')
+                   help='ops per phase (default 100000, or no limit with --duration or '
+                        '--stages; 0 = no limit; then --duration ends a phase)')
     g.add_argument('--duration', type=seconds, default=0, metavar='SECONDS',
-                   help='time limit per phase (0 = none); whichever of --ops/--duration '
-                        'comes first ends the phase')
+                   help='time limit per phase (0 = none); alone, it ends every phase; with '
+                        '--ops, whichever comes first ends the phase')
     g.add_argument('--stages', default=None, metavar='DURATION:TARGET,...',
                    help='ramp each phase through these stages, each linear from the previous '
                         'target (the first from 0, or from a leading bare TARGET) to its own: '

@@ -306,3 +306,15 @@ def test_latency_limit_drops_ops_that_are_too_late(tarantool_own):
     assert_accounted(res)
     assert phase['rate']['dropped'] > 500
     assert phase['rate']['scheduled'] == phase['attempted'] + phase['rate']['dropped']
+
+
+def test_duration_alone_runs_each_phase_for_that_long():
+    """--duration S without --ops: the time ends the phase, not the default op limit."""
+    rc, _out, err, res = run_cli(['--spawn', '--duration', '3', '--phases', 'insert',
+                                  '--greenlets', '4'])
+    assert rc == 0, err
+    assert_accounted(res)
+    (p,) = res['phases']
+    assert p['seconds'] >= 2.5, p['seconds']
+    assert res['manifest']['ops_per_phase'] == 0      # no op limit was set behind the user's back
+    assert p['attempted'] != 100000

@@ -16,6 +16,14 @@ def test_defaults_are_the_1_5_kb_four_phase_workload():
         1536, 100000, 100000, '127.0.0.1', 3301)
 
 
+def test_duration_alone_lifts_the_default_op_limit():
+    ops = lambda argv: configuration.parse(argv, environ={}).load.ops
+    assert ops(['--duration', '5']) == 0               # the time ends each phase
+    assert ops(['--duration', '5', '--ops', '10']) == 10   # whichever comes first
+    assert ops([]) == 100000
+    assert configuration.parse(['--duration', '5'], environ={}).load.keys == 100000
+
+
 def test_password_from_environment_and_masked_in_argv():
     c = configuration.parse(['--user', 'u'], environ={configuration.PASSWORD_ENV: 's3cret'})
     assert c.target.password == 's3cret'
