@@ -89,11 +89,13 @@ def test_eval_counts_and_server_errors_by_code(orders):
     evals = box_stat(orders)['eval'] - before['eval']
     # the run's own server-metrics sampler evals too, a few times per phase
     assert 500 <= evals <= 520, evals
-    rc, out, err, res = run_cli(['--ops', '200', '--call', 'no_such_procedure'], server=orders)
+    # (a function that does not exist is refused before the run: see below)
+    rc, out, err, res = run_cli(['--ops', '200', '--call', 'error', '--args',
+                                 '["no_such_procedure"]'], server=orders)
     assert rc == 1
     (phase,) = res['phases']
     assert_accounted(res)
-    assert phase['errors'] == {'server:33': 200}     # ER_NO_SUCH_PROC, counted by code
+    assert phase['errors'] == {'server:32': 200}     # ER_PROC_LUA, counted by code
     assert "no_such_procedure" in out and 'Traceback' not in err
 
 
@@ -247,6 +249,9 @@ def write(tmpdir, name, text):
     (['--call', 'f', '--phases', 'insert'], ['one phase']),
     (['--backend', 'postgres', '--call', 'f'], ['--call is for --backend tarantool']),
     (['--script', 'x.sql'], ['--script is for --backend postgres']),
+    (['--sql', 'SELECT * FROM t WHERE id = ?'], ['1 placeholder', '--args gives 0']),
+    (['--sql', 'SELECT $1, \'?\' FROM t WHERE a = $2', '--args', '[{key}]'],
+     ['2 placeholders', '--args gives 1']),
 ])
 def test_bad_requests_are_one_line(args, words):
     rc, out, err, res = run_cli(args + ['--ops', '10'])
@@ -447,3 +452,46 @@ def test_an_example_profile_runs_with_processes():
     assert rc == 0, err
     assert_accounted(res)
     assert res['phases'][0]['ok'] == 2000 and len(res['processes']) == 2
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+@pytest.mark.parametrize('args,words', [
+    (['--call', 'nosuchfunc'], ["no function 'nosuchfunc'"]),
+    (['--call', 'box.nosuch.fn'], ["no function 'box.nosuch.fn'"]),
+    (['--eval', 'return return'], ['cannot compile --eval']),
+    (['--sql', 'SELEC * FROM orders'], ['--sql', 'SELEC']),
+])
+def test_a_request_the_server_cannot_run_fails_before_the_first_op(orders, connector, args,
+                                                                   words):
+    before = box_stat(orders)
+    rc, out, err, res = run_cli(args + ['--connector', connector, '--ops', '50'],
+                                server=orders)
+    after = box_stat(orders)
+    assert rc == 3, err
+    assert res is None and err.count('\n') == 1 and 'Traceback' not in err
+    for w in words:
+        assert w in err, err
+    assert after['call'] == before['call']      # not one op was sent
+    assert after['execute'] == before['execute']
+
+
+def test_dotted_and_persistent_functions_pass_the_check(orders):
+    for name in ('place_order', 'box.info', 'string.format'):
+        rc, out, err, res = run_cli(['--call', name, '--args', '["x"]', '--ops', '5'],
+                                    server=orders)
+        assert rc in (0, 1), err      # it ran (the function may refuse "x": counted per op)
+        assert res['phases'][0]['attempted'] == 5, name
+
+
+def test_a_script_that_does_not_parse_fails_before_the_first_op(bank, tmpdir):
+    path = write(tmpdir, 'syntax.sql', u'SELECT 1;\n\nUPDATE accounts SETT abalance = 1 '
+                                      u'WHERE aid = :key;\n')
+    rc, out, err, res = run_pg(bank, ['--script', path, '--ops', '10'])   # no --prepared
+    assert rc != 0 and res is None, err
+    assert path in err and 'line 3' in err and 'UPDATE accounts SETT' in err, err
+    assert err.count('\n') == 1 and 'Traceback' not in err
+    # a statement whose parameter types only its values tell still runs
+    ok = write(tmpdir, 'ok.sql', u'SELECT :key + :key;\nSET application_name = \'x\';\n')
+    rc, out, err, res = run_pg(bank, ['--script', ok, '--ops', '10'])
+    assert rc == 0, err
+    assert res['phases'][0]['ok'] == 10
