@@ -161,8 +161,9 @@ def build_parser(cls=None):
                    help='timeline resolution (JSON, HTML, server metrics) when --progress is '
                         '0; otherwise it is the --progress period (default 1)')
     g.add_argument('--fail-if', default=None, metavar='CONDITIONS',
-                   help='pass/fail thresholds, e.g. p99<5ms,errors<0.1%%,ops_per_sec>50000 '
-                        '(PHASE:p99<5ms for one phase); exit 4 when one fails')
+                   help='pass/fail thresholds, e.g. p95<2,p99<5ms,errors<0.1%%,'
+                        'ops_per_sec>50000 (a bare latency is in ms; PHASE:p99<5ms for one '
+                        'phase); exit 4 when one fails')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
     g = p.add_argument_group('live metrics (each interval, while the run goes; see README '

@@ -17,7 +17,7 @@ from gloaddriver import errors
 
 HIGHEST_US = 3600 * 1000 * 1000   # one hour: anything longer is clamped
 SIG_FIGS = 3
-PERCENTILES = (('p50', 50.0), ('p90', 90.0), ('p99', 99.0), ('p999', 99.9))
+PERCENTILES = (('p50', 50.0), ('p90', 90.0), ('p95', 95.0), ('p99', 99.0), ('p999', 99.9))
 
 
 def new_histogram():
@@ -29,14 +29,14 @@ def decode_histogram(encoded):
 
 
 def latency_summary(hist, sum_us):
-    """p50/p90/p99/p99.9/max/mean in microseconds (None when empty).
+    """p50/p90/p95/p99/p99.9/max/mean in microseconds (None when empty).
 
     The mean comes from the exact sum of recorded values, not from the
     histogram (hdrh's mean iterator also recurses without end on 2.7).
     """
     count = hist.get_total_count()
     if count == 0:
-        return dict((name, None) for name in ('p50', 'p90', 'p99', 'p999', 'max', 'mean'))
+        return dict((name, None) for name, _pct in PERCENTILES + (('max', 0), ('mean', 0)))
     out = dict((name, hist.get_value_at_percentile(pct)) for name, pct in PERCENTILES)
     out['max'] = hist.get_max_value()
     out['mean'] = round(sum_us / count, 1)

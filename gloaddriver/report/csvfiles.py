@@ -8,8 +8,8 @@ import csv
 import io
 import sys
 
-PERCENTILES = (('p50', 'p50'), ('p90', 'p90'), ('p99', 'p99'), ('p99.9', 'p999'),
-               ('max', 'max'))
+PERCENTILES = (('p50', 'p50'), ('p90', 'p90'), ('p95', 'p95'), ('p99', 'p99'),
+               ('p99.9', 'p999'), ('max', 'max'))
 STATS = ['phase', 'op', 'attempted', 'ok', 'failed', 'timed_out', 'misses', 'ops_per_sec',
          'ok_per_sec'] + ['%s_us' % n for n, _k in PERCENTILES] + \
     ['mean_us', 'cpu_us_per_op', 'syscalls_per_op']

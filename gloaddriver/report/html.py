@@ -109,8 +109,8 @@ def _phase_charts(p):
             ('target', _stage_target(p))], 'greenlets', dashed=('target',), phase=name,
             **events))
     lat = []
-    for key, label in (('p50', 'p50'), ('p90', 'p90'), ('p99', 'p99'), ('p999', 'p99.9'),
-                       ('max', 'max')):
+    for key, label in (('p50', 'p50'), ('p90', 'p90'), ('p95', 'p95'), ('p99', 'p99'),
+                       ('p999', 'p99.9'), ('max', 'max')):
         lat.append((label, [(r['t'], r['latency_us'].get(key)) for r in rows]))
     dashed = ()
     if rows and 'service_time_us' in rows[0]:

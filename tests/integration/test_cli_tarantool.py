@@ -318,3 +318,26 @@ def test_duration_alone_runs_each_phase_for_that_long():
     assert p['seconds'] >= 2.5, p['seconds']
     assert res['manifest']['ops_per_phase'] == 0      # no op limit was set behind the user's back
     assert p['attempted'] != 100000
+
+
+def test_fail_if_p95_with_a_bare_number_is_judged_in_milliseconds(tarantool, space):
+    rc, out, err, res = run_cli(['--space', space, '--ops', '500', '--phases', 'insert,select',
+                                 '--greenlets', '4', '--fail-if', 'p95<2000,select:p95<0.001'],
+                                tarantool)
+    for p in res['phases']:
+        lat = p['latency_us']
+        assert lat['p90'] <= lat['p95'] <= lat['p99'], lat   # p95 is in every latency block
+        for row in p['timeline']:
+            assert 'p95' in row['latency_us']
+    v = dict(((x['condition'], x['phase']), x) for x in res['thresholds'])
+    loose = v[('p95<2000', 'select')]
+    assert loose['unit'] == 'ms' and loose['limit'] == 2000
+    # the value is the measured p95 in ms: 2000 would be 2 s if it were read as us
+    assert abs(loose['value'] * 1000 - res['phases'][1]['latency_us']['p95']) < 1e-6
+    assert loose['held'] and v[('p95<2000', 'insert')]['held']
+    tight = v[('select:p95<0.001', 'select')]        # 1 us: no real op is that fast
+    assert tight['held'] is False and tight['unit'] == 'ms'
+    assert rc == 4, err
+    line = [l for l in out.splitlines() if 'threshold p95<2000' in l and 'select' in l][0]
+    assert line.rstrip().endswith(' ms') and 'held' in line
+    assert 'p95us' in out

@@ -69,6 +69,11 @@ def test_bad_conditions_are_one_line(text, words):
 def test_latency_units():
     (c,) = thresholds.parse('p99.9<=2.5ms')
     assert (c['metric'], c['cmp'], c['limit']) == ('p99.9', '<=', 2500.0)
+    # a bare latency is in milliseconds (as in k6); explicit units still work
+    limits = [(c['metric'], c['limit'], c['unit'])
+              for c in thresholds.parse('p95<2,p99<300us,max<1s,mean<1.5')]
+    assert limits == [('p95', 2000.0, 'ms'), ('p99', 300.0, 'us'), ('max', 1e6, 's'),
+                      ('mean', 1500.0, 'ms')]
 
 
 def test_csv_files_carry_the_summary_the_timeline_and_the_failures(tmpdir):
