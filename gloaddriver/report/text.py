@@ -103,11 +103,13 @@ def table(result):
             svc = p['service_time_us']
             lines.append('%s: open loop %s ops/s (%s arrivals), achieved %s; latencies above '
                          'are from the intended start (coordinated omission corrected); service '
-                         'time p50 %s p95 %s p99 %s p99.9 %s us; %s late (> %.0f ms behind), %s dropped'
+                         'time p50 %s p95 %s p99 %s p99.9 %s us; %s late (> %.0f ms behind), '
+                         '%s dropped'
                          % (p['name'], ('through its stages, up to %s' if p.get('stages')
                                         else 'at %s') % _n(r['target']), r['arrival'],
                             _n(r['achieved']),
-                            _n(svc['p50']), _n(svc.get('p95')), _n(svc['p99']), _n(svc['p999']), _n(r['late']),
+                            _n(svc['p50']), _n(svc.get('p95')), _n(svc['p99']), _n(svc['p999']),
+                            _n(r['late']),
                             r['late_after_ms'], _n(r['dropped'])))
         lines.extend(stage_lines(p))
         for note in p.get('notes', ()):   # what the backend says of its phase
