@@ -23,7 +23,7 @@ Load = namedtuple('Load', [
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
     'workload_file', 'start_at', 'verify', 'stages'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
-Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live')
+Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug')
 # Live metrics out (report.live), or None: where each goes and the names' first element.
 Live = namedtuple('Live', 'graphite statsd prometheus prefix')
 Endpoint = namedtuple('Endpoint', 'proto host port')
@@ -158,7 +158,7 @@ def parse(argv=None, environ=None):
         output=Output(json=args.json, html=args.html, csv=args.csv, progress=args.progress,
                       interval=args.interval or (args.progress if args.progress > 0 else 1.0),
                       syscalls=args.syscalls, fail_if=_thresholds(args.fail_if),
-                      live=_live(args)),
+                      live=_live(args), debug=args.debug),
         profiling=Profiling(callgrind=args.callgrind, pstats=args.pstats,
                             clock=args.profile_clock or 'wall',
                             profiler=args.profiler or 'yappi'),

@@ -164,6 +164,9 @@ def build_parser(cls=None):
                    help='pass/fail thresholds, e.g. p95<2,p99<5ms,errors<0.1%%,'
                         'ops_per_sec>50000 (a bare latency is in ms; PHASE:p99<5ms for one '
                         'phase); exit 4 when one fails')
+    g.add_argument('--debug', action='store_true',
+                   help='print the traceback of the first failed op of each error kind to '
+                        'stderr (the report gives each kind with where it was raised)')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
     g = p.add_argument_group('live metrics (each interval, while the run goes; see README '

@@ -211,8 +211,11 @@ def _phase_notes(p):
     if p.get('errors'):
         out.append(u'<p class="bad">errors: %s</p>' % esc(', '.join(
             '%s %d' % kv for kv in sorted(p['errors'].items()))))
+        origins = p.get('error_origins') or {}
         for kind, text in sorted(p.get('error_samples', {}).items()):
-            out.append(u'<p>%s: <code>%s</code></p>' % (esc(kind), esc(text)))
+            out.append(u'<p>%s%s: <code>%s</code></p>' % (
+                esc(kind), esc(' at %s' % origins[kind]) if kind in origins else u'',
+                esc(text)))
     if p.get('rate'):
         r = p['rate']
         out.append(u'<p>open loop: target %s%s ops/s (%s), achieved %s; late %s, dropped %s; '

@@ -137,7 +137,8 @@ def _merge_counts(parts):
         sum(p['attempted'] for p in parts), sum(p['ok'] for p in parts), errors, timed_out,
         dict((k, v) for p in parts for k, v in p['error_samples'].items()),
         sum(p['misses'] for p in parts), max(p['seconds'] for p in parts), hist, sum_us,
-        sum(int(p.get('checksum') or '0', 16) for p in parts))
+        sum(int(p.get('checksum') or '0', 16) for p in parts),
+        dict((k, v) for p in parts for k, v in (p.get('error_origins') or {}).items()))
     # Parts run side by side: their rates add up.
     res['ops_per_sec'] = round(sum(p['ops_per_sec'] or 0 for p in parts), 1)
     res['ok_per_sec'] = round(sum(p.get('ok_per_sec') or 0 for p in parts), 1)

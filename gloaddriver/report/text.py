@@ -73,9 +73,11 @@ def table(result):
             cells[0] = '  ' + cells[0]
         lines.append('  '.join(fmt % cell for fmt, cell in zip(fmts, cells)))
     for p in result['phases']:
+        origins = p.get('error_origins') or {}   # absent from older result files
         for kind, count in sorted(p['errors'].items()):
-            lines.append('%s: %s x %s: %s' % (p['name'], _n(count), kind,
-                                              p['error_samples'].get(kind, '')))
+            lines.append('%s: %s x %s%s: %s' % (
+                p['name'], _n(count), kind, ' at %s' % origins[kind] if kind in origins else '',
+                p['error_samples'].get(kind, '')))
         if p['misses']:
             lines.append('%s: %s ops found no row for their key' % (p['name'], _n(p['misses'])))
     src = m['syscall_source']

@@ -495,3 +495,27 @@ def test_a_script_that_does_not_parse_fails_before_the_first_op(bank, tmpdir):
     rc, out, err, res = run_pg(bank, ['--script', ok, '--ops', '10'])
     assert rc == 0, err
     assert res['phases'][0]['ok'] == 10
+
+
+def test_a_user_ops_exception_names_where_it_was_raised(orders, tmpdir):
+    path = write(tmpdir, 'myops.py', u'def op_div(db, key):\n'
+                                     u'    db.call("tostring", key)\n'
+                                     u'    if key % 10 == 0:\n'
+                                     u'        return 1 // 0\n'
+                                     u'    if key % 10 == 1:\n'
+                                     u'        return {}["missing"]\n')
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '500', '--debug'],
+                                server=orders)
+    assert rc == 1
+    (phase,) = res['phases']
+    assert_accounted(res)
+    assert phase['errors'] == {'client:ZeroDivisionError': 50, 'client:KeyError': 50}
+    assert phase['error_origins'] == {'client:ZeroDivisionError': path + ':4',
+                                      'client:KeyError': path + ':6'}
+    assert 'client:ZeroDivisionError at %s:4' % path in out
+    # --debug: one traceback per kind, not one per failure
+    assert err.count('Traceback (most recent call last)') == 2, err
+    assert err.count('the first client:ZeroDivisionError in op div') == 1
+    assert 'line 4, in op_div' in err
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '100'], server=orders)
+    assert 'Traceback' not in err          # without --debug, the report alone
