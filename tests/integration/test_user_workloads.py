@@ -519,3 +519,61 @@ def test_a_user_ops_exception_names_where_it_was_raised(orders, tmpdir):
     assert 'line 4, in op_div' in err
     rc, out, err, res = run_cli(['--workload-file', path, '--ops', '100'], server=orders)
     assert 'Traceback' not in err          # without --debug, the report alone
+
+
+# One workload in tarantool-python's idioms: scalar keys, tuples, a tuple as the argument
+# list of call and eval, dict parameters of execute, an index by name. Text values are
+# u'' (on 2.7 a native str is bytes: msgpack bin for the buffered connector).
+TARANTOOL_PYTHON_IDIOMS = u'''
+import os
+
+S = os.environ['IDIOMS_SPACE']
+
+
+def setup(db):
+    db.eval("""local name = ...
+        local s = box.schema.space.create(name, {if_not_exists = true, format = {
+            {'id', 'unsigned'}, {'n', 'unsigned'}, {'s', 'string'}}})
+        s:create_index('primary', {if_not_exists = true})
+        s:create_index('by_s', {parts = {3, 'string'}, unique = false, if_not_exists = true})
+        rawset(_G, 'idioms_add', function(space, key, d)
+            box.space[space]:update(key, {{'+', 2, d}}) end)""", S)
+
+
+def op_idioms(db, key):
+    db.insert(S, (key, 0, u'k%d' % key))
+    db.update(S, key, [('+', 1, 5)])
+    db.upsert(S, (key, 100, u'never'), [('+', 1, 1)])
+    db.call('idioms_add', (S, key, 10))
+    db.eval('local s, k, d = ... box.space[s]:update(k, {{"+", 2, d}})', [S, key, 100])
+    db.execute('UPDATE "%s" SET "s" = :s WHERE "id" = :id' % S, {'s': u'q%d' % key, 'id': key})
+    assert len(db.select(S, key)) == 1
+    assert len(db.select(S, [key])) == 1
+    assert len(db.select(S, u'q%d' % key, index='by_s')) == 1
+    assert len(db.select(S, key, iterator=5, limit=1)) == 1     # box.index.GE
+    db.replace(S, [key + 1000000, 7, u'r'])
+    if key % 2:
+        db.delete(S, key)
+        db.delete(S, (key + 1000000,))
+'''
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+def test_a_workload_in_tarantool_python_idioms_means_the_same_on_both_connectors(
+        orders, tmpdir, connector):
+    path = write(tmpdir, 'idioms.py', TARANTOOL_PYTHON_IDIOMS)
+    space = 'idioms_%s' % connector
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '100', '--keys', '100',
+                                 '--greenlets', '4', '--connector', connector], server=orders,
+                                env={'IDIOMS_SPACE': space})
+    assert rc == 0, out + err
+    assert res['phases'][0]['ok'] == 100
+    rows = tnt_eval(orders, u"""local out = {}
+        for _, t in box.space[...]:pairs() do out[#out + 1] = t:totable() end
+        return out""", space)[0]
+    expected = []
+    for key in range(100):
+        if key % 2 == 0:
+            expected.append([key, 5 + 1 + 10 + 100, u'q%d' % key])
+    expected += [[key + 1000000, 7, u'r'] for key in range(0, 100, 2)]
+    assert sorted(rows) == sorted(expected)
