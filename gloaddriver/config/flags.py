@@ -16,8 +16,18 @@ from gloaddriver.workload import keys
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a default only where it says something (not None/flags/already said)."""
+# The subcommands, each with its line in --help; gloaddriver.cli dispatches them.
+SUBCOMMANDS = (
+    ('compat', 'the same seeded run on two interpreters, side by side, with checks'),
+    ('compare', 'a table of ops/s, latencies and syscalls/op across result JSON files'),
+    ('merge', 'join the result JSON files of shards that ran together into one'),
+    ('html', 'a self-contained HTML report from a result JSON file'),
+)
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Shows a default only where it says something (not None/flags/already said);
+    keeps the epilog's lines (the subcommand list) as written."""
 
     def _get_help_string(self, action):
         text = action.help or ''
@@ -33,6 +43,27 @@ class Parser(argparse.ArgumentParser):
         sys.exit(errors.EXIT_USAGE)
 
 
+class _Version(argparse.Action):
+    """--version on stdout: 2.7's argparse prints it to stderr."""
+
+    def __init__(self, option_strings, version=None, dest=argparse.SUPPRESS,
+                 default=argparse.SUPPRESS, help='print the version and exit'):
+        argparse.Action.__init__(self, option_strings=option_strings, dest=dest,
+                                 default=default, nargs=0, help=help)
+        self.version = version
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(self.version + '\n')
+        sys.stdout.flush()
+        parser.exit(0)
+
+
+def _epilog():
+    width = max(len(name) for name, _text in SUBCOMMANDS)
+    return 'subcommands (gloaddriver SUBCOMMAND --help for their flags):\n' + '\n'.join(
+        '  %-*s  %s' % (width, name, text) for name, text in SUBCOMMANDS)
+
+
 class CheckingParser(Parser):
     """Raises instead of exiting: used to judge one profile value at a time."""
 
@@ -43,10 +74,10 @@ class CheckingParser(Parser):
 def build_parser(cls=None):
     p = (cls or Parser)(prog='gloaddriver',
                         description='Push a workload into Tarantool or PostgreSQL from many '
-                                    'gevent greenlets and report ops/s, latency percentiles, '
+                                    'gevent greenlets and report ops/s,\nlatency percentiles, '
                                     'errors and syscalls per op.',
-                        formatter_class=_Formatter)
-    p.add_argument('--version', action='version', version='gloaddriver ' + __version__)
+                        epilog=_epilog(), formatter_class=_Formatter)
+    p.add_argument('--version', action=_Version, version='gloaddriver ' + __version__)
     p.add_argument('--profile', default=None, metavar='NAME|PATH',
                    help='a workload file (a shipped profile NAME, or a path); flags given '
                         'here win')

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 import io
 import json
+import re
 
 COLUMNS = (
     ('phase', '%-{w}s', lambda p: p['name']),
@@ -65,12 +66,20 @@ def table(result):
     """The human report as a list of lines."""
     m = result['manifest']
     lines = [headline(result)]
-    width = max([7] + [len(p['name']) for p in result['phases']])
-    fmts = [fmt.replace('{w}', str(width)) for _name, fmt, _get in COLUMNS]
-    lines.append('  '.join(fmt % name for (name, _f, _g), fmt in zip(COLUMNS, fmts)))
+    rows = []
     for is_op, cells in summary_rows(result):
         if is_op:
             cells[0] = '  ' + cells[0]
+        rows.append(cells)
+    # Each column as wide as its widest cell (a long phase or op name, a big count),
+    # at least as its format says: the columns stay aligned whatever the names.
+    fmts = []
+    for i, (name, fmt, _get) in enumerate(COLUMNS):
+        width = max([int(re.sub(r'\D', '', fmt) or 7), len(name)] +
+                    [len(r[i]) for r in rows])
+        fmts.append(('%-' if fmt.startswith('%-') else '%') + str(width) + 's')
+    lines.append('  '.join(fmt % name for (name, _f, _g), fmt in zip(COLUMNS, fmts)))
+    for cells in rows:
         lines.append('  '.join(fmt % cell for fmt, cell in zip(fmts, cells)))
     for p in result['phases']:
         origins = p.get('error_origins') or {}   # absent from older result files

@@ -341,3 +341,21 @@ def test_fail_if_p95_with_a_bare_number_is_judged_in_milliseconds(tarantool, spa
     line = [l for l in out.splitlines() if 'threshold p95<2000' in l and 'select' in l][0]
     assert line.rstrip().endswith(' ms') and 'held' in line
     assert 'p95us' in out
+
+
+def test_every_timeline_row_adds_up_and_the_server_rate_says_what_it_counts(tarantool, space):
+    """An op in flight at a tick counts in the row where it ends: ok + errors ==
+    attempted in every row, as in the table (once a row's ok exceeded its attempted)."""
+    rc, out, err, res = run_cli(['--space', space, '--ops', '20000', '--phases', 'insert,select',
+                                 '--greenlets', '20', '--progress', '0.05'], tarantool)
+    assert rc == 0, err
+    assert_accounted(res)
+    rows = [r for p in res['phases'] for r in p['timeline']]
+    assert len(rows) >= 4
+    for r in rows:
+        assert r['ok'] + r['errors'] == r['attempted'], r
+    import re
+    lines = [l for l in err.splitlines() if re.search(r'\| server [0-9,]+ ', l)]
+    assert lines, err      # (a sample late at a tick says so instead of a rate)
+    assert all(re.search(r'\| server [0-9,]+ req/s \(all request types', l) for l in lines), \
+        lines

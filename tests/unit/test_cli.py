@@ -161,3 +161,25 @@ def test_backend_options_are_their_own_group():
                             environ={})
     assert (p.opts.dsn, p.opts.pool_size, p.opts.workload) == ('host=x', 4, 'kv')
     assert not hasattr(p.opts, 'host') and not hasattr(t.opts, 'dsn')
+
+
+def test_help_lists_the_subcommands(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(['--help'])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    from gloaddriver.config.flags import SUBCOMMANDS
+    for name, text in SUBCOMMANDS:
+        assert '\n  %s ' % name in out and text in out
+
+
+def test_version_goes_to_stdout_on_every_interpreter():
+    import subprocess
+    import sys
+    from gloaddriver import __version__
+    from tests.integration.conftest import ROOT
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--version'], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate()
+    assert p.returncode == 0
+    assert out.decode() == 'gloaddriver %s\n' % __version__ and not err
