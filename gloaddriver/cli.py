@@ -12,12 +12,12 @@ import sys
 
 from gloaddriver import errors
 
-SUBCOMMANDS = ('compat', 'compare', 'merge', 'html')
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     from gloaddriver import config as configuration
+    from gloaddriver.config.flags import SUBCOMMANDS
     try:
         if argv[:1] == ['compat']:
             from gloaddriver.compat import check
@@ -25,7 +25,7 @@ def main(argv=None):
         if argv[:1] == ['schema']:
             from gloaddriver.report import schema
             return schema.main(argv[1:])
-        if argv[:1] and argv[0] in SUBCOMMANDS:
+        if argv[:1] and argv[0] in [name for name, _text in SUBCOMMANDS]:
             from gloaddriver.report import results
             return results.main(argv[0], argv[1:])
         config = configuration.parse(argv)

@@ -23,7 +23,7 @@ Load = namedtuple('Load', [
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
     'workload_file', 'start_at', 'verify', 'stages'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
-Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live')
+Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug')
 # Live metrics out (report.live), or None: where each goes and the names' first element.
 Live = namedtuple('Live', 'graphite statsd prometheus prefix')
 Endpoint = namedtuple('Endpoint', 'proto host port')
@@ -182,7 +182,7 @@ def parse(argv=None, environ=None):
         output=Output(json=args.json, html=args.html, csv=args.csv, progress=args.progress,
                       interval=args.interval or (args.progress if args.progress > 0 else 1.0),
                       syscalls=args.syscalls, fail_if=_thresholds(args.fail_if),
-                      live=_live(args)),
+                      live=_live(args), debug=args.debug),
         profiling=Profiling(callgrind=args.callgrind, pstats=args.pstats,
                             clock=args.profile_clock or 'wall',
                             profiler=args.profiler or 'yappi'),
@@ -193,10 +193,13 @@ def _stages(args):
     """--stages, checked against the flags it meets. It changes three defaults: --ops
     (no limit: the stages end the phase), --greenlets (the highest target of a closed
     loop) and, for targets in ops/s, --rate (the highest target: the open loop runs
-    as under --rate, on a schedule that follows the stages)."""
+    as under --rate, on a schedule that follows the stages). Without --stages, --ops
+    defaults to 100000 unless --duration is given: then the time ends each phase (a
+    default op limit that came first would cut the asked-for time short, silently)."""
     if args.stages is None:
         args.greenlets = args.greenlets or 10
-        args.ops = 100000 if args.ops is None else args.ops
+        if args.ops is None:
+            args.ops = 0 if args.duration else 100000
         return None
     try:
         stages = types.stages(args.stages)

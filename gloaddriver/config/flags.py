@@ -16,8 +16,18 @@ from gloaddriver.workload import keys
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a default only where it says something (not None/flags/already said)."""
+# The subcommands, each with its line in --help; gloaddriver.cli dispatches them.
+SUBCOMMANDS = (
+    ('compat', 'the same seeded run on two interpreters, side by side, with checks'),
+    ('compare', 'a table of ops/s, latencies and syscalls/op across result JSON files'),
+    ('merge', 'join the result JSON files of shards that ran together into one'),
+    ('html', 'a self-contained HTML report from a result JSON file'),
+)
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Shows a default only where it says something (not None/flags/already said);
+    keeps the epilog's lines (the subcommand list) as written."""
 
     def _get_help_string(self, action):
         text = action.help or ''
@@ -33,6 +43,27 @@ class Parser(argparse.ArgumentParser):
         sys.exit(errors.EXIT_USAGE)
 
 
+class _Version(argparse.Action):
+    """--version on stdout: 2.7's argparse prints it to stderr."""
+
+    def __init__(self, option_strings, version=None, dest=argparse.SUPPRESS,
+                 default=argparse.SUPPRESS, help='print the version and exit'):
+        argparse.Action.__init__(self, option_strings=option_strings, dest=dest,
+                                 default=default, nargs=0, help=help)
+        self.version = version
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(self.version + '\n')
+        sys.stdout.flush()
+        parser.exit(0)
+
+
+def _epilog():
+    width = max(len(name) for name, _text in SUBCOMMANDS)
+    return 'subcommands (gloaddriver SUBCOMMAND --help for their flags):\n' + '\n'.join(
+        '  %-*s  %s' % (width, name, text) for name, text in SUBCOMMANDS)
+
+
 class CheckingParser(Parser):
     """Raises instead of exiting: used to judge one profile value at a time."""
 
@@ -43,10 +74,10 @@ class CheckingParser(Parser):
 def build_parser(cls=None):
     p = (cls or Parser)(prog='gloaddriver',
                         description='Push a workload into Tarantool or PostgreSQL from many '
-                                    'gevent greenlets and report ops/s, latency percentiles, '
+                                    'gevent greenlets and report ops/s,\nlatency percentiles, '
                                     'errors and syscalls per op.',
-                        formatter_class=_Formatter)
-    p.add_argument('--version', action='version', version='gloaddriver ' + __version__)
+                        epilog=_epilog(), formatter_class=_Formatter)
+    p.add_argument('--version', action=_Version, version='gloaddriver ' + __version__)
     p.add_argument('--profile', default=None, metavar='NAME|PATH',
                    help='a workload file (a shipped profile NAME, or a path); flags given '
                         'here win')
@@ -112,11 +143,11 @@ def build_parser(cls=None):
     g.add_argument('--load', action='store_true',
                    help='before a --mix, insert keys [0, --keys) in a phase named load')
     g.add_argument('--ops', type=count, default=None, metavar='N',
-                   help='ops per phase (default 100000, or no limit with --stages; 0 = no '
-                        'limit; then --duration ends a phase)')
+                   help='ops per phase (default 100000, or no limit with --duration or '
+                        '--stages; 0 = no limit; then --duration ends a phase)')
     g.add_argument('--duration', type=seconds, default=0, metavar='SECONDS',
-                   help='time limit per phase (0 = none); whichever of --ops/--duration '
-                        'comes first ends the phase')
+                   help='time limit per phase (0 = none); alone, it ends every phase; with '
+                        '--ops, whichever comes first ends the phase')
     g.add_argument('--stages', default=None, metavar='DURATION:TARGET,...',
                    help='ramp each phase through these stages, each linear from the previous '
                         'target (the first from 0, or from a leading bare TARGET) to its own: '
@@ -162,8 +193,12 @@ def build_parser(cls=None):
                    help='timeline resolution (JSON, HTML, server metrics) when --progress is '
                         '0; otherwise it is the --progress period (default 1)')
     g.add_argument('--fail-if', default=None, metavar='CONDITIONS',
-                   help='pass/fail thresholds, e.g. p99<5ms,errors<0.1%%,ops_per_sec>50000 '
-                        '(PHASE:p99<5ms for one phase); exit 4 when one fails')
+                   help='pass/fail thresholds, e.g. p95<2,p99<5ms,errors<0.1%%,'
+                        'ops_per_sec>50000 (a bare latency is in ms; PHASE:p99<5ms for one '
+                        'phase); exit 4 when one fails')
+    g.add_argument('--debug', action='store_true',
+                   help='print the traceback of the first failed op of each error kind to '
+                        'stderr (the report gives each kind with where it was raised)')
     g.add_argument('--no-syscalls', dest='syscalls', action='store_false',
                    help='do not open the perf_event syscall counters')
     g = p.add_argument_group('live metrics (each interval, while the run goes; see '

@@ -54,16 +54,18 @@ class Window(object):
 
 
 def counts(attempted, ok, failed, timed_out, samples, misses, seconds, hist, sum_us,
-           checksum=0):
+           checksum=0, origins=None):
     """Counts, rates and latencies: the block every phase and every op of a mix has.
 
-    ``failed`` is {error kind: count}; ``hist`` the HdrHistogram of the ok ops."""
+    ``failed`` is {error kind: count}; ``hist`` the HdrHistogram of the ok ops;
+    ``origins`` {error kind: FILE:LINE} where the first of a client error was raised."""
     errors = dict(failed)
     if timed_out:
         errors['timeout'] = timed_out
     return {
         'attempted': attempted, 'ok': ok, 'failed': sum(failed.values()),
         'timed_out': timed_out, 'errors': errors, 'error_samples': samples,
+        'error_origins': dict(origins or {}),
         'misses': misses, 'seconds': round(seconds, 4),
         'ops_per_sec': round(attempted / seconds, 1) if seconds > 0 else None,
         'ok_per_sec': round(ok / seconds, 1) if seconds > 0 else None,
@@ -74,14 +76,16 @@ def counts(attempted, ok, failed, timed_out, samples, misses, seconds, hist, sum
 
 
 def _ops_counts(ops, seconds, hist, sum_us):
-    samples = {}
+    samples, origins = {}, {}
     for st in ops:
         for k, v in st.samples.items():
             samples.setdefault(k, v)
+        for k, v in st.origins.items():
+            origins.setdefault(k, v)
     return counts(sum(st.attempted for st in ops), hist.get_total_count(),
                   stats.merge_counts(st.failed for st in ops), sum(st.timed_out for st in ops),
                   samples, sum(st.misses for st in ops), seconds, hist, sum_us,
-                  sum(st.checksum for st in ops))
+                  sum(st.checksum for st in ops), origins)
 
 
 def from_ops(name, ops, window, reason, rate=None, excluded=()):

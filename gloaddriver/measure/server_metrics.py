@@ -32,17 +32,19 @@ class ServerMetrics(object):
     """``sample()`` -> cumulative counters; ``delta(a, b, seconds)`` -> rates and gauges.
 
     ``rates``: counters shown per second; ``gauges``: values shown as read;
-    ``progress_rates``: the rates a progress line adds up as "server N/s"
-    (default: all of them); ``charts``: gauges the HTML report draws over time,
+    ``progress_rates``: the rates a progress line adds up (default: all of them), and
+    ``progress_label`` what that sum counts, as the line shows it ("server 1,234
+    req/s (all request types)"); ``charts``: gauges the HTML report draws over time,
     as dicts of kind, title, keys and unit (they go into the result)."""
 
     def __init__(self, sampler, close, rates, gauges, progress_rates=None, charts=(),
-                 pid=None):
+                 pid=None, progress_label='counted/s'):
         self._sampler = sampler
         self._close = close
         self.rates = rates
         self.gauges = gauges
         self.progress_rates = progress_rates or rates
+        self.progress_label = progress_label
         self.charts = list(charts)
         self.pid = pid
         self.error = None
@@ -92,7 +94,7 @@ class ServerMetrics(object):
         if d.get('late'):
             return ' | server: no sample (late)'
         rps = sum(v for k, v in d['rps'].items() if k in self.progress_rates)
-        text = ' | server %s/s' % '{:,}'.format(int(rps))
+        text = ' | server %s %s' % ('{:,}'.format(int(rps)), self.progress_label)
         if d.get('cpu_pct') is not None:
             text += ' cpu %.0f%%' % d['cpu_pct']
         return text

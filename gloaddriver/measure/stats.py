@@ -9,6 +9,8 @@ keeps 3 significant digits of each value.
 """
 from __future__ import absolute_import, division, print_function
 
+import os
+import sys
 from collections import defaultdict
 
 from hdrh.histogram import HdrHistogram
@@ -17,7 +19,7 @@ from gloaddriver import errors
 
 HIGHEST_US = 3600 * 1000 * 1000   # one hour: anything longer is clamped
 SIG_FIGS = 3
-PERCENTILES = (('p50', 50.0), ('p90', 90.0), ('p99', 99.0), ('p999', 99.9))
+PERCENTILES = (('p50', 50.0), ('p90', 90.0), ('p95', 95.0), ('p99', 99.0), ('p999', 99.9))
 
 
 def new_histogram():
@@ -29,14 +31,14 @@ def decode_histogram(encoded):
 
 
 def latency_summary(hist, sum_us):
-    """p50/p90/p99/p99.9/max/mean in microseconds (None when empty).
+    """p50/p90/p95/p99/p99.9/max/mean in microseconds (None when empty).
 
     The mean comes from the exact sum of recorded values, not from the
     histogram (hdrh's mean iterator also recurses without end on 2.7).
     """
     count = hist.get_total_count()
     if count == 0:
-        return dict((name, None) for name in ('p50', 'p90', 'p99', 'p999', 'max', 'mean'))
+        return dict((name, None) for name, _pct in PERCENTILES + (('max', 0), ('mean', 0)))
     out = dict((name, hist.get_value_at_percentile(pct)) for name, pct in PERCENTILES)
     out['max'] = hist.get_max_value()
     out['mean'] = round(sum_us / count, 1)
@@ -52,7 +54,7 @@ class OpStats(object):
     assumed.
     """
 
-    __slots__ = ('name', 'attempted', 'timed_out', 'misses', 'failed', 'samples',
+    __slots__ = ('name', 'attempted', 'timed_out', 'misses', 'failed', 'samples', 'origins',
                  'lat', 'hist', 'interval', 'sum_us', 'checksum',
                  'lat_co', 'hist_co', 'interval_co', 'sum_co', 'late', 'dropped')
 
@@ -63,6 +65,7 @@ class OpStats(object):
         self.misses = 0
         self.failed = {}       # error kind -> count
         self.samples = {}      # error kind -> first message seen
+        self.origins = {}      # error kind -> FILE:LINE that raised its first (client errors)
         self.lat = defaultdict(int)
         self.hist = new_histogram()
         self.interval = new_histogram()
@@ -83,7 +86,9 @@ class OpStats(object):
         self.interval_co = new_histogram()
 
     def error(self, exc):
-        """Count one failed op; a timeout is its own outcome, not a failure."""
+        """Count one failed op; a timeout is its own outcome, not a failure. True for
+        the first of its kind: only then is its message kept and, for an exception not
+        of ours, where it was raised (called in the except block that caught it)."""
         kind = getattr(exc, 'kind', None)
         if kind is None:
             # Not one of ours: a bug or a library error we do not map yet.
@@ -95,6 +100,12 @@ class OpStats(object):
             self.failed[kind] = self.failed.get(kind, 0) + 1
         if kind not in self.samples:
             self.samples[kind] = str(exc)[:300]
+            if kind.startswith('client:'):
+                where = origin(exc)
+                if where is not None:
+                    self.origins[kind] = where
+            return True
+        return False
 
     def drain(self):
         """Fold the raw latencies into the phase histogram; return the interval's.
@@ -139,6 +150,31 @@ class OpStats(object):
             raise errors.GloadError(
                 'accounting bug in %s: attempted %d but ok+failed+timed_out = %d'
                 % (self.name, self.attempted, done))
+
+
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def raised_at(exc):
+    """The traceback of ``exc`` while it is being handled (or its own, on 3.x)."""
+    info = sys.exc_info()
+    if info[1] is exc and info[2] is not None:
+        return info[2]
+    return getattr(exc, '__traceback__', None)
+
+
+def origin(exc):
+    """FILE:LINE where ``exc`` was raised: the innermost frame outside gloaddriver's own
+    code (a user's op, or the library it called), else the innermost; None without a
+    traceback."""
+    tb = raised_at(exc)
+    found = None
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        if found is None or not os.path.abspath(path).startswith(_OWN):
+            found = (path, tb.tb_lineno)
+        tb = tb.tb_next
+    return '%s:%d' % found if found else None
 
 
 def merge_counts(dicts):

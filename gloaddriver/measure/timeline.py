@@ -2,7 +2,10 @@
 
 A row holds counts, not rates: ``t`` (seconds from the phase start to the
 row's end), ``seconds`` (its length), ``attempted``, ``ok``, ``errors``
-(failed + timed out), ``syscalls`` (total, or None without counters),
+(failed + timed out). All three count the ops that *ended* in the interval, so a
+row adds up as the phase does (ok + errors == attempted): an op in flight when a
+row closes is in the row where it ends (counting it where it started put ok
+above attempted in the next row). Then ``syscalls`` (total, or None without counters),
 ``latency_us`` (percentiles of the interval's successful ops; with --rate from
 the intended start, ``service_time_us`` beside it) and ``histogram``, the
 interval's latencies encoded so that rows of processes and shards that ran
@@ -52,7 +55,7 @@ class Timeline(object):
 
         ``snapshot`` is a syscall counter snapshot taken at ``now`` (or None).
         """
-        t_prev, att_prev, bad_prev, sys_prev = self._prev
+        t_prev, _att_prev, bad_prev, sys_prev = self._prev
         hist = stats.new_histogram()
         service = None
         by_op = {} if len(self._ops) > 1 else None
@@ -60,10 +63,10 @@ class Timeline(object):
             interval = st.drain()
             hist.add(interval)
             if by_op is not None:
-                a0, e0 = self._prev_ops[st.name]
+                _a0, e0 = self._prev_ops[st.name]
                 a1, e1 = st.attempted, st.failed_total + st.timed_out
-                by_op[st.name] = {'attempted': a1 - a0, 'ok': interval.get_total_count(),
-                                  'errors': e1 - e0}
+                n = interval.get_total_count()
+                by_op[st.name] = {'attempted': n + e1 - e0, 'ok': n, 'errors': e1 - e0}
                 self._prev_ops[st.name] = (a1, e1)
         if self._ops[0].interval_co is not None:
             service, hist = hist, stats.new_histogram()
@@ -73,8 +76,10 @@ class Timeline(object):
         bad = sum(st.failed_total + st.timed_out for st in self._ops)
         n_ok = (service or hist).get_total_count()
         d = self._counter.delta(sys_prev, snapshot) if snapshot is not None else None
+        # Ended in the interval: those that succeeded (their latencies were just drained)
+        # and those that failed or timed out.
         row = {'t': round(now - self._start, 3), 'seconds': round(now - t_prev, 4),
-               'attempted': att - att_prev, 'ok': n_ok, 'errors': bad - bad_prev,
+               'attempted': n_ok + bad - bad_prev, 'ok': n_ok, 'errors': bad - bad_prev,
                'syscalls': d[syscalls.TOTAL] if d else None}
         if by_op is not None:
             row['by_op'] = by_op

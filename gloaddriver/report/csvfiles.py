@@ -8,14 +8,14 @@ import csv
 import io
 import sys
 
-PERCENTILES = (('p50', 'p50'), ('p90', 'p90'), ('p99', 'p99'), ('p99.9', 'p999'),
-               ('max', 'max'))
+PERCENTILES = (('p50', 'p50'), ('p90', 'p90'), ('p95', 'p95'), ('p99', 'p99'),
+               ('p99.9', 'p999'), ('max', 'max'))
 STATS = ['phase', 'op', 'attempted', 'ok', 'failed', 'timed_out', 'misses', 'ops_per_sec',
          'ok_per_sec'] + ['%s_us' % n for n, _k in PERCENTILES] + \
     ['mean_us', 'cpu_us_per_op', 'syscalls_per_op']
 HISTORY = ['phase', 't', 'seconds', 'attempted', 'ok', 'errors', 'ops_per_sec'] + \
     ['%s_us' % n for n, _k in PERCENTILES] + ['syscalls_per_op']
-FAILURES = ['phase', 'op', 'kind', 'count', 'first_message']
+FAILURES = ['phase', 'op', 'kind', 'count', 'first_message', 'first_raised_at']
 
 
 def paths(prefix):
@@ -53,7 +53,8 @@ def failure_rows(result):
         blocks = sorted(p.get('ops', {}).items()) or [(p['name'], p)]
         for op, b in blocks:
             for kind, count in sorted(b['errors'].items()):
-                yield [p['name'], op, kind, count, b['error_samples'].get(kind, '')]
+                yield [p['name'], op, kind, count, b['error_samples'].get(kind, ''),
+                       (b.get('error_origins') or {}).get(kind, '')]
 
 
 def write(result, prefix):

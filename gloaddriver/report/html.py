@@ -109,8 +109,8 @@ def _phase_charts(p):
             ('target', _stage_target(p))], 'greenlets', dashed=('target',), phase=name,
             **events))
     lat = []
-    for key, label in (('p50', 'p50'), ('p90', 'p90'), ('p99', 'p99'), ('p999', 'p99.9'),
-                       ('max', 'max')):
+    for key, label in (('p50', 'p50'), ('p90', 'p90'), ('p95', 'p95'), ('p99', 'p99'),
+                       ('p999', 'p99.9'), ('max', 'max')):
         lat.append((label, [(r['t'], r['latency_us'].get(key)) for r in rows]))
     dashed = ()
     if rows and 'service_time_us' in rows[0]:
@@ -212,8 +212,11 @@ def _phase_notes(p):
     if p.get('errors'):
         out.append(u'<p class="bad">errors: %s</p>' % esc(', '.join(
             '%s %d' % kv for kv in sorted(p['errors'].items()))))
+        origins = p.get('error_origins') or {}
         for kind, text in sorted(p.get('error_samples', {}).items()):
-            out.append(u'<p>%s: <code>%s</code></p>' % (esc(kind), esc(text)))
+            out.append(u'<p>%s%s: <code>%s</code></p>' % (
+                esc(kind), esc(' at %s' % origins[kind]) if kind in origins else u'',
+                esc(text)))
     if p.get('rate'):
         r = p['rate']
         out.append(u'<p>open loop: target %s%s ops/s (%s), achieved %s; late %s, dropped %s; '

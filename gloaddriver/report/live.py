@@ -32,9 +32,10 @@ from gloaddriver._compat import clock
 from gloaddriver.measure import client_bound, procfs, stats
 from gloaddriver.measure.phase import cpu_seconds
 
-PERCENTILES = ('p50', 'p90', 'p99', 'p999', 'max')
+PERCENTILES = ('p50', 'p90', 'p95', 'p99', 'p999', 'max')
 # Prometheus quantile label of each percentile (max is the 1 quantile).
-QUANTILES = (('p50', '0.5'), ('p90', '0.9'), ('p99', '0.99'), ('p999', '0.999'), ('max', '1'))
+QUANTILES = (('p50', '0.5'), ('p90', '0.9'), ('p95', '0.95'), ('p99', '0.99'),
+             ('p999', '0.999'), ('max', '1'))
 _NOT_GAUGES = ('rps', 'counts', 'late', 'server_restarted')
 
 

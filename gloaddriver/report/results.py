@@ -1,6 +1,6 @@
 """Working with JSON results: ``gloaddriver compare`` and ``gloaddriver merge``.
 
-compare: one table of ops/s, p50/p99/p99.9, syscalls/op and requests per send
+compare: one table of ops/s, p50/p95/p99/p99.9, syscalls/op and requests per send
 for each phase across result files, with ratios to the first file, and the
 manifest fields that differ between them.
 
@@ -58,22 +58,23 @@ def compare(paths, out=None):
     out = out or sys.stdout
     results = [load(p) for p in paths]
     names = [p['name'] for p in results[0]['phases']]
-    fmt = '%-8s %-3s %12s %8s %8s %9s %8s %8s %9s'
-    out.write(fmt % ('phase', '', 'ops/s', 'p50 us', 'p99 us', 'p99.9 us', 'sys/op', 'req/send',
-                     'vs first') + '\n')
+    fmt = '%-8s %-3s %12s %8s %8s %8s %9s %8s %8s %9s'
+    out.write(fmt % ('phase', '', 'ops/s', 'p50 us', 'p95 us', 'p99 us', 'p99.9 us', 'sys/op',
+                     'req/send', 'vs first') + '\n')
     for name in names:
         base = None
         for i, r in enumerate(results):
             p = [x for x in r['phases'] if x['name'] == name]
             if not p:
-                out.write(fmt % (name, chr(65 + i), '-', '-', '-', '-', '-', '-', 'missing') + '\n')
+                out.write(fmt % (name, chr(65 + i), '-', '-', '-', '-', '-', '-', '-', 'missing')
+                          + '\n')
                 continue
             p = p[0]
             rate = p.get('ops_per_sec') or 0
             base = rate if base is None else base
             lat = p['latency_us']
             out.write(fmt % (name, chr(65 + i), '{:,}'.format(int(rate)), _n(lat.get('p50')),
-                             _n(lat.get('p99')), _n(lat.get('p999')),
+                             _n(lat.get('p95')), _n(lat.get('p99')), _n(lat.get('p999')),
                              _f(p['syscalls'].get('per_op')),
                              _f(p['batching'].get('requests_per_send'), 1),
                              '%.2fx' % (rate / base) if base else '-') + '\n')
@@ -137,7 +138,8 @@ def _merge_counts(parts):
         sum(p['attempted'] for p in parts), sum(p['ok'] for p in parts), errors, timed_out,
         dict((k, v) for p in parts for k, v in p['error_samples'].items()),
         sum(p['misses'] for p in parts), max(p['seconds'] for p in parts), hist, sum_us,
-        sum(int(p.get('checksum') or '0', 16) for p in parts))
+        sum(int(p.get('checksum') or '0', 16) for p in parts),
+        dict((k, v) for p in parts for k, v in (p.get('error_origins') or {}).items()))
     # Parts run side by side: their rates add up.
     res['ops_per_sec'] = round(sum(p['ops_per_sec'] or 0 for p in parts), 1)
     res['ok_per_sec'] = round(sum(p.get('ok_per_sec') or 0 for p in parts), 1)

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 import io
 import json
+import re
 
 COLUMNS = (
     ('phase', '%-{w}s', lambda p: p['name']),
@@ -17,6 +18,8 @@ COLUMNS = (
     ('ops/s', '%9s', lambda p: _n(p['ops_per_sec'])),
     ('p50us', '%7s', lambda p: _n(p['latency_us']['p50'])),
     ('p90us', '%7s', lambda p: _n(p['latency_us']['p90'])),
+    # .get: result files from before p95 was measured have none
+    ('p95us', '%7s', lambda p: _n(p['latency_us'].get('p95'))),
     ('p99us', '%7s', lambda p: _n(p['latency_us']['p99'])),
     ('p99.9us', '%8s', lambda p: _n(p['latency_us']['p999'])),
     ('maxus', '%8s', lambda p: _n(p['latency_us']['max'])),
@@ -63,17 +66,27 @@ def table(result):
     """The human report as a list of lines."""
     m = result['manifest']
     lines = [headline(result)]
-    width = max([7] + [len(p['name']) for p in result['phases']])
-    fmts = [fmt.replace('{w}', str(width)) for _name, fmt, _get in COLUMNS]
-    lines.append('  '.join(fmt % name for (name, _f, _g), fmt in zip(COLUMNS, fmts)))
+    rows = []
     for is_op, cells in summary_rows(result):
         if is_op:
             cells[0] = '  ' + cells[0]
+        rows.append(cells)
+    # Each column as wide as its widest cell (a long phase or op name, a big count),
+    # at least as its format says: the columns stay aligned whatever the names.
+    fmts = []
+    for i, (name, fmt, _get) in enumerate(COLUMNS):
+        width = max([int(re.sub(r'\D', '', fmt) or 7), len(name)] +
+                    [len(r[i]) for r in rows])
+        fmts.append(('%-' if fmt.startswith('%-') else '%') + str(width) + 's')
+    lines.append('  '.join(fmt % name for (name, _f, _g), fmt in zip(COLUMNS, fmts)))
+    for cells in rows:
         lines.append('  '.join(fmt % cell for fmt, cell in zip(fmts, cells)))
     for p in result['phases']:
+        origins = p.get('error_origins') or {}   # absent from older result files
         for kind, count in sorted(p['errors'].items()):
-            lines.append('%s: %s x %s: %s' % (p['name'], _n(count), kind,
-                                              p['error_samples'].get(kind, '')))
+            lines.append('%s: %s x %s%s: %s' % (
+                p['name'], _n(count), kind, ' at %s' % origins[kind] if kind in origins else '',
+                p['error_samples'].get(kind, '')))
         if p['misses']:
             lines.append('%s: %s ops found no row for their key' % (p['name'], _n(p['misses'])))
     src = m['syscall_source']
@@ -101,11 +114,13 @@ def table(result):
             svc = p['service_time_us']
             lines.append('%s: open loop %s ops/s (%s arrivals), achieved %s; latencies above '
                          'are from the intended start (coordinated omission corrected); service '
-                         'time p50 %s p99 %s p99.9 %s us; %s late (> %.0f ms behind), %s dropped'
+                         'time p50 %s p95 %s p99 %s p99.9 %s us; %s late (> %.0f ms behind), '
+                         '%s dropped'
                          % (p['name'], ('through its stages, up to %s' if p.get('stages')
                                         else 'at %s') % _n(r['target']), r['arrival'],
                             _n(r['achieved']),
-                            _n(svc['p50']), _n(svc['p99']), _n(svc['p999']), _n(r['late']),
+                            _n(svc['p50']), _n(svc.get('p95')), _n(svc['p99']), _n(svc['p999']),
+                            _n(r['late']),
                             r['late_after_ms'], _n(r['dropped'])))
         lines.extend(stage_lines(p))
         for note in p.get('notes', ()):   # what the backend says of its phase

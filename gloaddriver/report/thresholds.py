@@ -5,8 +5,10 @@ hold in every phase; ``insert:p99<5ms`` judges one phase, ``mix.select:p99<2ms``
 op of a mix. Metrics:
 
 ==============================  ==================================================
-``p50 p90 p99 p99.9 max mean``  latency (from the intended start under --rate);
-                                units ``us``, ``ms``, ``s`` (``us`` when none)
+``p50 p90 p95 p99 p99.9``       latency (from the intended start under --rate);
+``max mean``                    units ``us``, ``ms``, ``s``; a bare number is ms
+                                (as in k6: ``p95<2`` is 2 ms), and the verdict
+                                gives the value in the condition's unit
 ``errors``                      failed + timed out: a count, or ``%`` of attempted
 ``misses``                      ops that found no row: a count, or ``%``
 ``ops_per_sec``                 attempted per second (``ok_per_sec`` as well)
@@ -25,7 +27,7 @@ import re
 from gloaddriver import errors
 
 _OPS = {'<': operator.lt, '<=': operator.le, '>': operator.gt, '>=': operator.ge}
-_LATENCY = {'p50': 'p50', 'p90': 'p90', 'p99': 'p99', 'p99.9': 'p999', 'p999': 'p999',
+_LATENCY = {'p50': 'p50', 'p90': 'p90', 'p95': 'p95', 'p99': 'p99', 'p99.9': 'p999', 'p999': 'p999',
             'max': 'max', 'mean': 'mean'}
 _UNITS = {'us': 1.0, 'ms': 1000.0, 's': 1000000.0}
 _COND = re.compile(r'^\s*(?:([A-Za-z0-9_:-]+?)(?:\.([A-Za-z0-9_-]+))?:)?\s*'
@@ -48,7 +50,8 @@ def parse(text):
         if metric in _LATENCY:
             if unit == '%':
                 raise errors.ConfigError('--fail-if %r: a latency takes us, ms or s' % part)
-            value *= _UNITS[unit or 'us']
+            unit = unit or 'ms'   # a bare latency is in milliseconds, as in k6
+            value *= _UNITS[unit]
         elif metric in ('errors', 'misses'):
             if unit not in (None, '%'):
                 raise errors.ConfigError('--fail-if %r: %s is a count or a %%' % (part, metric))
@@ -57,11 +60,13 @@ def parse(text):
                 raise errors.ConfigError('--fail-if %r: %s takes a plain number'
                                          % (part, metric))
         else:
-            raise errors.ConfigError('--fail-if %r: unknown metric %r; use p50, p90, p99, '
+            raise errors.ConfigError('--fail-if %r: unknown metric %r; use p50, p90, p95, p99, '
                                      'p99.9, max, mean, errors, misses, ops_per_sec, '
                                      'ok_per_sec, syscalls_per_op' % (part, metric))
+        # limit: in us for a latency; unit: what the verdict reports it in
         out.append({'text': part.strip(), 'phase': phase, 'op': op, 'metric': metric,
-                    'cmp': cmp_, 'limit': value, 'percent': unit == '%'})
+                    'cmp': cmp_, 'limit': value, 'percent': unit == '%',
+                    'unit': unit if metric in _LATENCY else '%' if unit == '%' else ''})
     if not out:
         raise errors.ConfigError('--fail-if needs at least one condition, e.g. p99<5ms')
     return out
@@ -101,9 +106,12 @@ def evaluate(conditions, result):
         for name, block in blocks:
             value = _measure(block, cond)
             held = value is not None and _OPS[cond['cmp']](value, cond['limit'])
-            verdicts.append({'condition': cond['text'], 'phase': name, 'value': value,
-                             'held': held, 'unit': 'us' if cond['metric'] in _LATENCY else
-                             '%' if cond['percent'] else '',
+            # Reported in the condition's own unit: p95<2 is judged, and shown, in ms.
+            scale = _UNITS.get(cond.get('unit'), 1.0)
+            verdicts.append({'condition': cond['text'], 'phase': name,
+                             'value': value / scale if value is not None else None,
+                             'limit': cond['limit'] / scale, 'held': held,
+                             'unit': cond.get('unit', ''),
                              'why': '' if value is not None else 'not measured in this run'})
     return verdicts
 

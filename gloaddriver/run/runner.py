@@ -29,13 +29,15 @@ UNLIMITED = sys.maxsize
 
 class Budget(object):
     """Ops left in a phase; setting ``left`` to 0 stops every worker. ``watch`` is the
-    phase's OutageWatch, which the error path tells of each failure."""
-    __slots__ = ('left', 'reason', 'watch')
+    phase's OutageWatch, which the error path tells of each failure; ``debug`` (--debug)
+    is told of the first failure of each kind, with its traceback at hand."""
+    __slots__ = ('left', 'reason', 'watch', 'debug')
 
-    def __init__(self, left, watch=None):
+    def __init__(self, left, watch=None, debug=None):
         self.left = left
         self.reason = None
         self.watch = watch
+        self.debug = debug
 
     def stop(self, reason):
         self.left = 0
@@ -47,12 +49,24 @@ def _failed(budget, st, exc, t0=None):
     """The error path of one op (kept out of the hot loop); t0: when the op began."""
     if budget.watch is not None:
         budget.watch.failed(exc, t0)
-    st.error(exc)
+    if st.error(exc) and budget.debug is not None:
+        budget.debug(st.name, exc)
     if isinstance(exc, errors.GaveUp):
         budget.stop(str(exc))
     # An op that fails without blocking (connection down) must still yield,
     # or its worker would spin and starve the ticker and everyone else.
     gevent.sleep(0)
+
+
+def show_traceback(op, exc, out=None):
+    """--debug: the traceback of the first failure of a kind, on stderr (only the
+    first of each kind gets here: the hot path stays as it is)."""
+    import traceback
+    out = out or sys.stderr
+    kind = getattr(exc, 'kind', None) or 'client:%s' % exc.__class__.__name__
+    out.write('gloaddriver: debug: the first %s in op %s:\n%s' % (
+        kind, op, ''.join(traceback.format_exception(type(exc), exc, stats.raised_at(exc)))))
+    out.flush()
 
 
 def _checksummed(fn, st):
@@ -333,7 +347,8 @@ class Run(object):
             limit = size
         else:
             limit = cfg.ops or UNLIMITED
-        budget = self._budget = Budget(limit)
+        budget = self._budget = Budget(limit, debug=show_traceback if self.output.debug
+                                       else None)
         self._live_t = -1.0      # t of the last timeline row sent live
         shared = {}
         workers = []

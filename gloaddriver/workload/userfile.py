@@ -17,8 +17,10 @@ The file is an ordinary module (2.7 and 3.x)::
         ...
 
 ``db`` is the backend's client as its users know it (``Backend.client``): the
-buffered Tarantool connection, or a pooled PostgreSQL client. ``key`` comes from
---keys/--distribution, ``rnd`` is the worker's seeded ``random.Random``. An op may
+buffered Tarantool connection, whose select, insert, replace, update, upsert,
+delete, call, eval and execute take their arguments as tarantool-python's do (the
+sync connector's ``db`` is tarantool-python itself), or a pooled PostgreSQL
+client. ``key`` comes from --keys/--distribution, ``rnd`` is the worker's seeded ``random.Random``. An op may
 make several requests; its latency is the whole function. What it returns is
 judged like a built-in op's result: None is success, an empty result or False a
 miss, an exception a failure counted by its kind. Without WEIGHTS each op is a

@@ -306,3 +306,56 @@ def test_latency_limit_drops_ops_that_are_too_late(tarantool_own):
     assert_accounted(res)
     assert phase['rate']['dropped'] > 500
     assert phase['rate']['scheduled'] == phase['attempted'] + phase['rate']['dropped']
+
+
+def test_duration_alone_runs_each_phase_for_that_long():
+    """--duration S without --ops: the time ends the phase, not the default op limit."""
+    rc, _out, err, res = run_cli(['--spawn', '--duration', '3', '--phases', 'insert',
+                                  '--greenlets', '4'])
+    assert rc == 0, err
+    assert_accounted(res)
+    (p,) = res['phases']
+    assert p['seconds'] >= 2.5, p['seconds']
+    assert res['manifest']['ops_per_phase'] == 0      # no op limit was set behind the user's back
+    assert p['attempted'] != 100000
+
+
+def test_fail_if_p95_with_a_bare_number_is_judged_in_milliseconds(tarantool, space):
+    rc, out, err, res = run_cli(['--space', space, '--ops', '500', '--phases', 'insert,select',
+                                 '--greenlets', '4', '--fail-if', 'p95<2000,select:p95<0.001'],
+                                tarantool)
+    for p in res['phases']:
+        lat = p['latency_us']
+        assert lat['p90'] <= lat['p95'] <= lat['p99'], lat   # p95 is in every latency block
+        for row in p['timeline']:
+            assert 'p95' in row['latency_us']
+    v = dict(((x['condition'], x['phase']), x) for x in res['thresholds'])
+    loose = v[('p95<2000', 'select')]
+    assert loose['unit'] == 'ms' and loose['limit'] == 2000
+    # the value is the measured p95 in ms: 2000 would be 2 s if it were read as us
+    assert abs(loose['value'] * 1000 - res['phases'][1]['latency_us']['p95']) < 1e-6
+    assert loose['held'] and v[('p95<2000', 'insert')]['held']
+    tight = v[('select:p95<0.001', 'select')]        # 1 us: no real op is that fast
+    assert tight['held'] is False and tight['unit'] == 'ms'
+    assert rc == 4, err
+    line = [l for l in out.splitlines() if 'threshold p95<2000' in l and 'select' in l][0]
+    assert line.rstrip().endswith(' ms') and 'held' in line
+    assert 'p95us' in out
+
+
+def test_every_timeline_row_adds_up_and_the_server_rate_says_what_it_counts(tarantool, space):
+    """An op in flight at a tick counts in the row where it ends: ok + errors ==
+    attempted in every row, as in the table (once a row's ok exceeded its attempted)."""
+    rc, out, err, res = run_cli(['--space', space, '--ops', '20000', '--phases', 'insert,select',
+                                 '--greenlets', '20', '--progress', '0.05'], tarantool)
+    assert rc == 0, err
+    assert_accounted(res)
+    rows = [r for p in res['phases'] for r in p['timeline']]
+    assert len(rows) >= 4
+    for r in rows:
+        assert r['ok'] + r['errors'] == r['attempted'], r
+    import re
+    lines = [l for l in err.splitlines() if re.search(r'\| server [0-9,]+ ', l)]
+    assert lines, err      # (a sample late at a tick says so instead of a rate)
+    assert all(re.search(r'\| server [0-9,]+ req/s \(all request types', l) for l in lines), \
+        lines

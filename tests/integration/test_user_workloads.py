@@ -90,11 +90,13 @@ def test_eval_counts_and_server_errors_by_code(orders):
     evals = box_stat(orders)['eval'] - before['eval']
     # the run's own server-metrics sampler evals too, a few times per phase
     assert 500 <= evals <= 520, evals
-    rc, out, err, res = run_cli(['--ops', '200', '--call', 'no_such_procedure'], server=orders)
+    # (a function that does not exist is refused before the run: see below)
+    rc, out, err, res = run_cli(['--ops', '200', '--call', 'error', '--args',
+                                 '["no_such_procedure"]'], server=orders)
     assert rc == 1
     (phase,) = res['phases']
     assert_accounted(res)
-    assert phase['errors'] == {'server:33': 200}     # ER_NO_SUCH_PROC, counted by code
+    assert phase['errors'] == {'server:32': 200}     # ER_PROC_LUA, counted by code
     assert "no_such_procedure" in out and 'Traceback' not in err
 
 
@@ -248,6 +250,9 @@ def write(tmpdir, name, text):
     (['--call', 'f', '--phases', 'insert'], ['one phase']),
     (['--backend', 'postgres', '--call', 'f'], ['--call is for --backend tarantool']),
     (['--script', 'x.sql'], ['--script is for --backend postgres']),
+    (['--sql', 'SELECT * FROM t WHERE id = ?'], ['1 placeholder', '--args gives 0']),
+    (['--sql', 'SELECT $1, \'?\' FROM t WHERE a = $2', '--args', '[{key}]'],
+     ['2 placeholders', '--args gives 1']),
 ])
 def test_bad_requests_are_one_line(args, words):
     rc, out, err, res = run_cli(args + ['--ops', '10'])
@@ -447,3 +452,128 @@ def test_an_example_profile_runs_with_processes():
     assert rc == 0, err
     assert_accounted(res)
     assert res['phases'][0]['ok'] == 2000 and len(res['processes']) == 2
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+@pytest.mark.parametrize('args,words', [
+    (['--call', 'nosuchfunc'], ["no function 'nosuchfunc'"]),
+    (['--call', 'box.nosuch.fn'], ["no function 'box.nosuch.fn'"]),
+    (['--eval', 'return return'], ['cannot compile --eval']),
+    (['--sql', 'SELEC * FROM orders'], ['--sql', 'SELEC']),
+])
+def test_a_request_the_server_cannot_run_fails_before_the_first_op(orders, connector, args,
+                                                                   words):
+    before = box_stat(orders)
+    rc, out, err, res = run_cli(args + ['--connector', connector, '--ops', '50'],
+                                server=orders)
+    after = box_stat(orders)
+    assert rc == 3, err
+    assert res is None and err.count('\n') == 1 and 'Traceback' not in err
+    for w in words:
+        assert w in err, err
+    assert after['call'] == before['call']      # not one op was sent
+    assert after['execute'] == before['execute']
+
+
+def test_dotted_and_persistent_functions_pass_the_check(orders):
+    for name in ('place_order', 'box.info', 'string.format'):
+        rc, out, err, res = run_cli(['--call', name, '--args', '["x"]', '--ops', '5'],
+                                    server=orders)
+        assert rc in (0, 1), err      # it ran (the function may refuse "x": counted per op)
+        assert res['phases'][0]['attempted'] == 5, name
+
+
+def test_a_script_that_does_not_parse_fails_before_the_first_op(bank, tmpdir):
+    path = write(tmpdir, 'syntax.sql', u'SELECT 1;\n\nUPDATE accounts SETT abalance = 1 '
+                                      u'WHERE aid = :key;\n')
+    rc, out, err, res = run_pg(bank, ['--script', path, '--ops', '10'])   # no --prepared
+    assert rc != 0 and res is None, err
+    assert path in err and 'line 3' in err and 'UPDATE accounts SETT' in err, err
+    assert err.count('\n') == 1 and 'Traceback' not in err
+    # a statement whose parameter types only its values tell still runs
+    ok = write(tmpdir, 'ok.sql', u'SELECT :key + :key;\nSET application_name = \'x\';\n')
+    rc, out, err, res = run_pg(bank, ['--script', ok, '--ops', '10'])
+    assert rc == 0, err
+    assert res['phases'][0]['ok'] == 10
+
+
+def test_a_user_ops_exception_names_where_it_was_raised(orders, tmpdir):
+    path = write(tmpdir, 'myops.py', u'def op_div(db, key):\n'
+                                     u'    db.call("tostring", key)\n'
+                                     u'    if key % 10 == 0:\n'
+                                     u'        return 1 // 0\n'
+                                     u'    if key % 10 == 1:\n'
+                                     u'        return {}["missing"]\n')
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '500', '--debug'],
+                                server=orders)
+    assert rc == 1
+    (phase,) = res['phases']
+    assert_accounted(res)
+    assert phase['errors'] == {'client:ZeroDivisionError': 50, 'client:KeyError': 50}
+    assert phase['error_origins'] == {'client:ZeroDivisionError': path + ':4',
+                                      'client:KeyError': path + ':6'}
+    assert 'client:ZeroDivisionError at %s:4' % path in out
+    # --debug: one traceback per kind, not one per failure
+    assert err.count('Traceback (most recent call last)') == 2, err
+    assert err.count('the first client:ZeroDivisionError in op div') == 1
+    assert 'line 4, in op_div' in err
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '100'], server=orders)
+    assert 'Traceback' not in err          # without --debug, the report alone
+
+
+# One workload in tarantool-python's idioms: scalar keys, tuples, a tuple as the argument
+# list of call and eval, dict parameters of execute, an index by name. Text values are
+# u'' (on 2.7 a native str is bytes: msgpack bin for the buffered connector).
+TARANTOOL_PYTHON_IDIOMS = u'''
+import os
+
+S = os.environ['IDIOMS_SPACE']
+
+
+def setup(db):
+    db.eval("""local name = ...
+        local s = box.schema.space.create(name, {if_not_exists = true, format = {
+            {'id', 'unsigned'}, {'n', 'unsigned'}, {'s', 'string'}}})
+        s:create_index('primary', {if_not_exists = true})
+        s:create_index('by_s', {parts = {3, 'string'}, unique = false, if_not_exists = true})
+        rawset(_G, 'idioms_add', function(space, key, d)
+            box.space[space]:update(key, {{'+', 2, d}}) end)""", S)
+
+
+def op_idioms(db, key):
+    db.insert(S, (key, 0, u'k%d' % key))
+    db.update(S, key, [('+', 1, 5)])
+    db.upsert(S, (key, 100, u'never'), [('+', 1, 1)])
+    db.call('idioms_add', (S, key, 10))
+    db.eval('local s, k, d = ... box.space[s]:update(k, {{"+", 2, d}})', [S, key, 100])
+    db.execute('UPDATE "%s" SET "s" = :s WHERE "id" = :id' % S, {'s': u'q%d' % key, 'id': key})
+    assert len(db.select(S, key)) == 1
+    assert len(db.select(S, [key])) == 1
+    assert len(db.select(S, u'q%d' % key, index='by_s')) == 1
+    assert len(db.select(S, key, iterator=5, limit=1)) == 1     # box.index.GE
+    db.replace(S, [key + 1000000, 7, u'r'])
+    if key % 2:
+        db.delete(S, key)
+        db.delete(S, (key + 1000000,))
+'''
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+def test_a_workload_in_tarantool_python_idioms_means_the_same_on_both_connectors(
+        orders, tmpdir, connector):
+    path = write(tmpdir, 'idioms.py', TARANTOOL_PYTHON_IDIOMS)
+    space = 'idioms_%s' % connector
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '100', '--keys', '100',
+                                 '--greenlets', '4', '--connector', connector], server=orders,
+                                env={'IDIOMS_SPACE': space})
+    assert rc == 0, out + err
+    assert res['phases'][0]['ok'] == 100
+    rows = tnt_eval(orders, u"""local out = {}
+        for _, t in box.space[...]:pairs() do out[#out + 1] = t:totable() end
+        return out""", space)[0]
+    expected = []
+    for key in range(100):
+        if key % 2 == 0:
+            expected.append([key, 5 + 1 + 10 + 100, u'q%d' % key])
+    expected += [[key + 1000000, 7, u'r'] for key in range(0, 100, 2)]
+    assert sorted(rows) == sorted(expected)

@@ -69,6 +69,11 @@ def test_bad_conditions_are_one_line(text, words):
 def test_latency_units():
     (c,) = thresholds.parse('p99.9<=2.5ms')
     assert (c['metric'], c['cmp'], c['limit']) == ('p99.9', '<=', 2500.0)
+    # a bare latency is in milliseconds (as in k6); explicit units still work
+    limits = [(c['metric'], c['limit'], c['unit'])
+              for c in thresholds.parse('p95<2,p99<300us,max<1s,mean<1.5')]
+    assert limits == [('p95', 2000.0, 'ms'), ('p99', 300.0, 'us'), ('max', 1e6, 's'),
+                      ('mean', 1500.0, 'ms')]
 
 
 def test_csv_files_carry_the_summary_the_timeline_and_the_failures(tmpdir):
@@ -92,6 +97,9 @@ def test_csv_files_carry_the_summary_the_timeline_and_the_failures(tmpdir):
     history = rows('history')
     assert len(history) == len(phase['timeline'])
     assert sum(int(r['attempted']) for r in history) == 400
+    for r in history:   # each row adds up as the table does
+        assert int(r['ok']) + int(r['errors']) == int(r['attempted']), r
+    assert 'p95_us' in history[0] and 'p95_us' in stats[0]
     failures = rows('failures')
     assert sum(int(r['count']) for r in failures) == 4
     assert set(r['kind'] for r in failures) == {'injected'}
@@ -102,3 +110,19 @@ def test_csv_prefix_in_a_missing_folder_is_refused_before_the_run(tmpdir):
     with pytest.raises(errors.ConfigError) as e:
         configuration.parse(['--csv', str(tmpdir.join('no', 'such', 'run'))], environ={})
     assert '--csv' in str(e.value) and 'does not exist' in str(e.value)
+
+
+def test_table_columns_widen_to_the_longest_name(tmpdir, capsys):
+    rc, res = run(tmpdir, ['--ops', '200', '--mix', 'select=1,update=1'])
+    out = capsys.readouterr().out.splitlines()
+    start = [i for i, line in enumerate(out) if line.startswith('phase ')][0]
+    table = out[start:start + 4]   # the header, the mix, its two ops
+    assert [line.split()[0] for line in table] == ['phase', 'mix', 'select', 'update']
+    # right-aligned columns of equal width: every line of the table is as long
+    assert len(set(len(line) for line in table)) == 1, table
+    # a name longer than the column's least width: still aligned
+    from gloaddriver.report import text
+    res['phases'][0]['name'] = 'a_rather_long_phase_name'
+    lines = text.table(res)[1:5]
+    assert len(set(len(line) for line in lines)) == 1, lines
+    assert lines[1].startswith('a_rather_long_phase_name  ')

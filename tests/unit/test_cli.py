@@ -16,6 +16,14 @@ def test_defaults_are_the_1_5_kb_four_phase_workload():
         1536, 100000, 100000, '127.0.0.1', 3301)
 
 
+def test_duration_alone_lifts_the_default_op_limit():
+    ops = lambda argv: configuration.parse(argv, environ={}).load.ops
+    assert ops(['--duration', '5']) == 0               # the time ends each phase
+    assert ops(['--duration', '5', '--ops', '10']) == 10   # whichever comes first
+    assert ops([]) == 100000
+    assert configuration.parse(['--duration', '5'], environ={}).load.keys == 100000
+
+
 def test_password_from_environment_and_masked_in_argv():
     c = configuration.parse(['--user', 'u'], environ={configuration.PASSWORD_ENV: 's3cret'})
     assert c.target.password == 's3cret'
@@ -175,3 +183,25 @@ def test_shard_auto_reads_kubernetes_index_or_a_swarm_task_slot():
         with pytest.raises(errors.ConfigError) as e:
             configuration.parse(['--shard', 'auto'], environ=env)
         assert '\n' not in str(e.value) and 'shard' in str(e.value)
+
+
+def test_help_lists_the_subcommands(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(['--help'])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    from gloaddriver.config.flags import SUBCOMMANDS
+    for name, text in SUBCOMMANDS:
+        assert '\n  %s ' % name in out and text in out
+
+
+def test_version_goes_to_stdout_on_every_interpreter():
+    import subprocess
+    import sys
+    from gloaddriver import __version__
+    from tests.integration.conftest import ROOT
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--version'], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate()
+    assert p.returncode == 0
+    assert out.decode() == 'gloaddriver %s\n' % __version__ and not err

@@ -15,8 +15,10 @@ _FIELDS = ('xact_commit', 'xact_rollback', 'tup_returned', 'tup_fetched', 'tup_i
            'tup_updated', 'tup_deleted', 'numbackends')
 RATES = ('xact_commit', 'xact_rollback', 'tup_returned', 'tup_fetched', 'tup_inserted',
          'tup_updated', 'tup_deleted')
-# Rows scanned and fetched are not requests: the progress line leaves them out.
-PROGRESS_RATES = ('xact_commit', 'xact_rollback', 'tup_inserted', 'tup_updated', 'tup_deleted')
+# The progress line counts transactions (each autocommitted statement is one); rows are
+# another unit, and adding them in would count an insert twice.
+PROGRESS_RATES = ('xact_commit', 'xact_rollback')
+PROGRESS_LABEL = 'xact/s (commits + rollbacks, all clients of the database)'
 GAUGES = ('numbackends',)
 CHARTS = [{'kind': 'server-backends', 'title': 'Server: backends', 'keys': ['numbackends'],
            'unit': 'backends'}]
@@ -35,4 +37,5 @@ def sampler(pool, pid=None):
     def close():
         pgpool.forget(item.fd)
         item.conn.close()
-    return ServerMetrics(sample, close, RATES, GAUGES, PROGRESS_RATES, CHARTS, pid=pid)
+    return ServerMetrics(sample, close, RATES, GAUGES, PROGRESS_RATES, CHARTS, pid=pid,
+                         progress_label=PROGRESS_LABEL)

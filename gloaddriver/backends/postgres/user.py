@@ -9,6 +9,7 @@ back to the pool.
 from __future__ import absolute_import, division, print_function
 
 import contextlib
+import re
 
 import gevent
 import psycopg2
@@ -71,18 +72,39 @@ def _result(cur):
     return cur.fetchall() if cur.description is not None else cur.rowcount
 
 
-def prepare_scripts(cur, scripts):
+# What a PREPARE without values may refuse of a statement that runs with them: a
+# parameter whose type only its value tells ($1 + $2). Not a fault of the script.
+_TYPE_UNKNOWN = ('42P18', '42725', '42883', '42804')
+# What PREPARE takes; any other statement (SET, CREATE, LOCK...) runs unproven.
+_PREPARABLE = re.compile(r'^\s*(SELECT|INSERT|UPDATE|DELETE|VALUES|WITH|TABLE|MERGE)\b', re.I)
+
+
+def prepare_scripts(cur, scripts, keep=True):
     """PREPARE every statement of every script on this connection (--prepared); a
-    statement the server refuses is a SchemaError naming its script and line."""
+    statement the server refuses is a SchemaError naming its script, line and
+    statement. ``keep=False`` only proves them (each deallocated at once, and a
+    parameter type the server cannot infer without a value let pass): the check
+    before a run without --prepared."""
     for i, script in enumerate(scripts):
         for j, s in enumerate(script.statements):
-            if s.control:
+            if s.control or (not keep and not _PREPARABLE.match(s.prepared_sql)):
                 continue
+            name = statement_name(i, j)
             try:
-                cur.execute('PREPARE %s AS %s' % (statement_name(i, j), s.prepared_sql))
+                cur.execute('PREPARE %s AS %s' % (name, s.prepared_sql))
             except psycopg2.Error as e:
-                raise errors.SchemaError('script %s, line %d: %s' % (
-                    script.path, s.line, ' '.join(str(e).split())))
+                if not keep and e.pgcode in _TYPE_UNKNOWN:
+                    continue
+                raise errors.SchemaError('script %s, line %d (%s): %s' % (
+                    script.path, s.line, _first_words(s.prepared_sql),
+                    ' '.join(str(e).split())))
+            if not keep:
+                cur.execute('DEALLOCATE %s' % name)
+
+
+def _first_words(sql, most=60):
+    text = ' '.join(sql.split())
+    return text if len(text) <= most else text[:most - 3] + '...'
 
 
 def statement_name(script_index, statement_index):

@@ -244,12 +244,11 @@ class PostgresBackend(base.Backend):
             self.max_parent = cur.fetchone()[0]
 
     def _check_scripts(self, item):
-        """With --prepared, PREPARE every statement now: a wrong table or column is one line
-        naming the script and line before the run, not an error per op."""
-        if not self.opts.prepared:
-            return
+        """PREPARE every statement now (and, without --prepared, DEALLOCATE it again): a
+        syntax error or a wrong table or column is one line naming the script, line and
+        statement before the run, not an error per op."""
         from gloaddriver.backends.postgres import user
-        user.prepare_scripts(item.cur, self.opts.scripts)
+        user.prepare_scripts(item.cur, self.opts.scripts, keep=self.opts.prepared)
 
     def _setup_connection(self, item):
         if not self.opts.prepared:

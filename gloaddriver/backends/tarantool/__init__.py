@@ -140,7 +140,20 @@ def _request(args):
     from gloaddriver.workload.template import compile_args
     fill = compile_args(args.args or '[]', workload.values(args.value_size))
     kind, target = given[0]
+    if kind == 'sql':
+        _check_placeholders(target, fill)
     return (kind, target if isinstance(target, type(u'')) else target.decode('utf-8')), fill
+
+
+def _check_placeholders(sql, fill):
+    """--sql's placeholders against the values --args gives, before connecting."""
+    import random
+    from gloaddriver.backends.tarantool.requests import placeholders
+    wanted, given = placeholders(sql), len(fill(0, random.Random(0), 0))
+    if wanted != given:
+        raise errors.ConfigError('--sql has %d placeholder%s (? or $n) but --args gives %d '
+                                 'value%s: %s' % (wanted, '' if wanted == 1 else 's', given,
+                                                  '' if given == 1 else 's', sql))
 
 
 KIND = Tarantool()

@@ -125,12 +125,15 @@ class BufferedBackend(TarantoolBackend):
 
     def _open_request(self, request):
         kind, target = request
-        if kind == 'sql':
+        if kind == 'sql':   # preparing proves it; a server that cannot is asked to explain
             self._targets = [requests.prepare(conn, target) for conn in self.conns]
             prepared = self._targets[0].__class__ is int
+            if not prepared:
+                requests.explain(self.conns[0], target)
             self._request_note = ', --sql %s' % ('prepared' if prepared else 'as text (the '
                                                  'server cannot prepare)')
         else:
+            requests.check(self.conns[0], kind, target)
             self._targets = [target] * len(self.conns)
             self._request_note = ', --%s %s' % (kind, target)
 

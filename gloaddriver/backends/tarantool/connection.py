@@ -48,7 +48,7 @@ import msgpack
 from gloaddriver import errors
 from gloaddriver.backends.shared_socket import SharedSocket
 from gloaddriver.backends.tarantool import protocol as P
-from gloaddriver._compat import clock, to_text
+from gloaddriver._compat import PY2, clock, to_text
 
 
 class Connection(SharedSocket):
@@ -182,8 +182,19 @@ class Connection(SharedSocket):
     def _index(self, space_id, index):
         return index if index.__class__ is int else self.index_id(space_id, index)
 
-    def select(self, space, key, index=0, limit=P.MAX_SELECT, offset=0, iterator=P.ITERATOR_EQ):
-        """Return the list of tuples matching ``key`` (a list) in ``space``."""
+    # The public methods take their arguments as tarantool-python does, so that a
+    # --workload-file means the same on both connectors: a key may be a scalar or a
+    # list/tuple (select: None or empty selects all); call and eval take one list or
+    # tuple as the argument list; execute takes a list or a dict of :name values.
+    # Spaces and indexes by name or id, iterators by number or name ('GE').
+
+    def select(self, space, key=None, index=0, limit=P.MAX_SELECT, offset=0, iterator=None):
+        """Return the list of tuples matching ``key`` in ``space``."""
+        key = _key(key)
+        if iterator is None:
+            iterator = P.ITERATOR_EQ if key else P.ITERATOR_ALL
+        elif iterator.__class__ is not int:
+            iterator = _iterator(iterator)
         space_id = self._space(space)
         return self.request(self.encoder.select, space_id, self._index(space_id, index), key,
                             limit, offset, iterator)
@@ -196,29 +207,39 @@ class Connection(SharedSocket):
 
     def update(self, space, key, ops, index=0):
         space_id = self._space(space)
-        return self.request(self.encoder.update, space_id, self._index(space_id, index), key, ops)
+        return self.request(self.encoder.update, space_id, self._index(space_id, index),
+                            _key(key), _ops(ops))
 
-    def upsert(self, space, values, ops):
-        return self.request(self.encoder.upsert, self._space(space), values, ops)
+    def upsert(self, space, values, ops, index=0):
+        # index: accepted as tarantool-python does; the server matches by the primary key.
+        return self.request(self.encoder.upsert, self._space(space), values, _ops(ops))
 
     def delete(self, space, key, index=0):
         space_id = self._space(space)
-        return self.request(self.encoder.delete, space_id, self._index(space_id, index), key)
+        return self.request(self.encoder.delete, space_id, self._index(space_id, index),
+                            _key(key))
 
     # Names, Lua and SQL are text on the wire: a native str of a 2.7 caller is decoded
     # (as a space name is), or the server would get msgpack bin and refuse it.
 
     def call(self, name, *args):
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = args[0]
         return self.request(self.encoder.call, to_text(name), args)
 
     def eval(self, expr, *args):
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = args[0]
         return self.request(self.encoder.eval, to_text(expr), args)
 
-    def execute(self, sql, args=()):
+    def execute(self, sql, args=None):
         """SQL over IPROTO: rows of a query, or the number of rows a DML statement
-        changed. ``sql`` is the text, or the id ``prepare`` returned."""
+        changed. ``sql`` is the text, or the id ``prepare`` returned; ``args`` a list of
+        values, or a dict of named ones (``:name`` in the statement)."""
+        if isinstance(args, dict):
+            args = [{u':' + to_text(k): v} for k, v in args.items()]
         r = self.request(self.encoder.execute, sql if sql.__class__ is int else to_text(sql),
-                         list(args))
+                         list(args or ()))
         return r if r.__class__ is list else r[P.SQL_INFO][P.SQL_INFO_ROW_COUNT]
 
     def prepare(self, sql):
@@ -483,3 +504,40 @@ def _recv_exactly(sock, size):
             raise EOFError('connection closed before the greeting')
         data += chunk
     return data
+
+
+def _key(key):
+    """A key as tarantool-python takes it: None -> [], a scalar -> [scalar], a list or
+    tuple -> a list of its parts."""
+    if key.__class__ is list:
+        return key
+    if key is None:
+        return []
+    if isinstance(key, (list, tuple)):
+        return list(key)
+    return [key]
+
+
+def _ops(ops):
+    """Update operations with their operator as text: on 2.7 a native '+' is bytes,
+    which tarantool-python sends as a string and our encoder would send as bin."""
+    if not PY2:
+        return ops
+    return [[o[0].decode('ascii')] + list(o[1:]) if o and isinstance(o[0], bytes) else o
+            for o in ops]
+
+
+# box.index iterator numbers, for an iterator given by name (as box.index.GE is 'GE').
+_ITERATORS = {'EQ': 0, 'REQ': 1, 'ALL': 2, 'LT': 3, 'LE': 4, 'GE': 5, 'GT': 6,
+              'BITS_ALL_SET': 7, 'BITS_ANY_SET': 8, 'BITS_ALL_NOT_SET': 9, 'OVERLAPS': 10,
+              'NEIGHBOR': 11}
+
+
+def _iterator(name):
+    if not isinstance(name, (type(u''), bytes)):
+        return name                  # a number (a long, on 2.7)
+    try:
+        return _ITERATORS[to_text(name).upper()]
+    except (KeyError, AttributeError):
+        raise ValueError('unknown iterator %r; use a number or one of %s'
+                         % (name, ', '.join(sorted(_ITERATORS))))

@@ -13,6 +13,9 @@ return {select = s.SELECT.total, insert = s.INSERT.total, replace = s.REPLACE.to
         arena_used = sl.arena_used, items_used = sl.items_used, quota_used = sl.quota_used}"""
 RATES = ('select', 'insert', 'replace', 'update', 'delete', 'upsert', 'call', 'eval',
          'execute', 'prepare')
+# box.stat() counts every request the server took, from any client (our sampler's
+# evals too), not only this run's ops.
+PROGRESS_LABEL = 'req/s (all request types, all clients)'
 GAUGES = ('lsn', 'arena_used', 'items_used', 'quota_used')
 CHARTS = [{'kind': 'server-memory', 'title': 'Server: memory (box.slab.info)',
            'keys': ['arena_used', 'items_used', 'quota_used'], 'unit': 'bytes'}]
@@ -25,4 +28,5 @@ def sampler(opts, target, limits, pid=None):
 
     def sample():
         return dict(conn.eval(_SAMPLE)[0])
-    return ServerMetrics(sample, conn.close, RATES, GAUGES, charts=CHARTS, pid=pid)
+    return ServerMetrics(sample, conn.close, RATES, GAUGES, charts=CHARTS, pid=pid,
+                         progress_label=PROGRESS_LABEL)

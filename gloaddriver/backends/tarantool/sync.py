@@ -96,20 +96,35 @@ class SyncBackend(TarantoolBackend):
             self._version = first.eval('return _TARANTOOL')[0].split('-')[0]
         except Exception:
             self._version = None
+        if opts.request is not None:
+            self._check_request(opts.request)
         self.conns = [first] + _spawn_all([self._connect] * (self.config.load.greenlets - 1))
         if builtin:
             layout = self._layout()
             space = opts.space if opts.by_name else self.space_id
             self._ops = [make_ops(conn, space, self.values, layout) for conn in self.conns]
 
+    def _schema_connection(self):
+        """A buffered connection of a moment's use, for the checks before the run."""
+        from gloaddriver.backends.tarantool.connection import Connection
+        c = self.config
+        return Connection(c.opts.host, c.opts.port, c.target.user, c.target.password,
+                          timeout=c.limits.timeout, connect_timeout=c.limits.connect_timeout,
+                          name='schema').connect()
+
+    def _check_request(self, request):
+        """--call/--eval/--sql proven on the server, as the buffered connector does."""
+        conn = self._schema_connection()
+        try:
+            requests.check(conn, request[0], request[1])
+        finally:
+            conn.close()
+
     def _layout(self):
         """The space's layout, read over a buffered connection of a moment's use (the
         schema views are plain selects; tarantool-python's schema cache has no format)."""
-        from gloaddriver.backends.tarantool.connection import Connection
         c = self.config
-        conn = Connection(c.opts.host, c.opts.port, c.target.user, c.target.password,
-                          timeout=c.limits.timeout, connect_timeout=c.limits.connect_timeout,
-                          name='schema').connect()
+        conn = self._schema_connection()
         try:
             return Layout.read(conn, self.space_id, c.opts.index)
         finally:
