@@ -212,5 +212,9 @@ def live_view(argv, server_charts):
 
 def live_message(phase, row, server, rate=None):
     """One interval of a running phase, as the page appends it."""
-    return {'phase': phase, 'row': view_row(row, rate),
-            'server': server_row(server, row['t']) if server is not None else None}
+    srv = None
+    if server is not None:   # as the result's server intervals have it
+        srv = server_row(server, row['t'])
+        srv['client_ops_per_sec'] = round(row['attempted'] / row['seconds'], 1) \
+            if row['seconds'] > 0 else None
+    return {'phase': phase, 'row': view_row(row, rate), 'server': srv}
