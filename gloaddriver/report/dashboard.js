@@ -397,6 +397,24 @@
       render();
     });
   }
+  // For tests and the curious: what each chart holds and how much of it is drawn.
+  function inked(canvas) {
+    var d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data, n = 0;
+    for (var i = 3; i < d.length; i += 4) { if (d[i]) { n++; } }
+    return n;
+  }
   window.gloaddriverView = function () { return view; };
+  window.gloaddriverCharts = function () {
+    return Object.keys(plots).map(function (id) {
+      var u = plots[id].u, sec = plots[id].fig.closest('section');
+      return {id: id, phase: sec ? sec.getAttribute('data-phase') : null,
+              width: u.width, height: u.height, points: u.data[0].length,
+              inked: inked(u.ctx.canvas),
+              series: u.series.slice(1).map(function (s, i) {
+                return {label: s.label, dash: !!s.dash, values: u.data[i + 1].filter(function (v) {
+                  return v !== null && v !== undefined; }).length};
+              })};
+    });
+  };
   render();
 }());
