@@ -13,7 +13,7 @@ import math
 import re
 
 from gloaddriver.measure import stats
-from gloaddriver.report import output, text, thresholds
+from gloaddriver.report import text, thresholds, verdict
 
 # Row fields the page draws (histograms stay in the JSON result).
 _ROW_KEYS = ('t', 'seconds', 'attempted', 'ok', 'errors', 'syscalls', 'latency_us',
@@ -102,8 +102,9 @@ def _notes(p):
         r = p['rate']
         out.append(('info', 'open loop: target %s%s ops/s (%s), achieved %s; late %s, dropped '
                     '%s; latency from the intended start, service time apart'
-                    % ('up to ' if p.get('stages') else '', r['target'], r['arrival'],
-                       r['achieved'], r['late'], r['dropped'])))
+                    % tuple(['up to ' if p.get('stages') else ''] + [
+                        r.get(k, '-') for k in ('target', 'arrival', 'achieved', 'late',
+                                                'dropped')])))
     for line in text.stage_lines(p):
         out.append(('info', line))
     for note in p.get('notes', ()):
@@ -127,7 +128,8 @@ def _phase(p, offset):
         'server': [server_row(d, d['t']) for d in sm.get('intervals') or ()],
         'server_charts': sm.get('charts') or [],
         'bands': _bands(p), 'marks': _marks(p), 'spectra': _spectra(p),
-        'syscalls': sorted(sc['by_name'].items()) if sc.get('by_name') else None,
+        'syscalls': [list(kv) for kv in sorted(sc['by_name'].items())] if sc.get('by_name')
+        else None,
         'syscalls_per_op': sc.get('per_op'), 'syscall_source': sc.get('source'),
         'notes': _notes(p),
     }
@@ -139,7 +141,7 @@ def _fmt(v):
 
 def _verdict(result):
     """The banner: the exit code and why, then each thing that decided or colours it."""
-    code, why = output.judge(result)
+    code, why = verdict.judge(result)
     items = []
     for v, line in zip(result.get('thresholds') or (), thresholds.lines(
             result.get('thresholds') or ())):
@@ -165,7 +167,7 @@ def _verdict(result):
             items.append(('warn', 'warning%s: %s' % (' (%s)' % w['phase'] if w.get('phase')
                                                      else '', w.get('message'))))
     if why:
-        why = re.sub(r'\s*\(see [^)]*\)', '', why)
+        why = re.sub(r'\s*\(see [^)]*\)|, see [^)]*', '', why)
     elif 'thresholds' in result:
         why = 'all %d thresholds held' % len(result['thresholds'])
     else:

@@ -45,8 +45,8 @@ def _esc(text):
 def page(view, live=False):
     """The page of a view: the --html file, or (``live``) the page --web serves."""
     data = json.dumps(view, sort_keys=True, separators=(',', ':'))
-    # In a data block only "</" could end it early; JSON allows "<\/" for it.
-    data = data.replace('</', '<\\/')
+    # No "<" at all in the data block: neither "</script" nor "<!--" can end it early.
+    data = data.replace('<', '\\u003c')
     if not isinstance(data, type(u'')):
         data = data.decode('utf-8')
     scripts = [_asset('vendor/uPlot.iife.min.js'), _asset('dashboard.js')]
