@@ -117,7 +117,8 @@ def _notes(p):
     return [{'level': lv, 'text': t} for lv, t in out]
 
 
-def _phase(p, offset):
+def phase_view(p, offset):
+    """A phase as the page draws it, ``offset`` seconds into the whole run."""
     rate = (p.get('rate') or {}).get('target') if not p.get('stages') else None
     sm = p.get('server_metrics') or {}
     sc = p.get('syscalls') or {}
@@ -180,7 +181,7 @@ def view(result):
     m = result['manifest']
     phases, offset = [], 0.0
     for p in result['phases']:
-        phases.append(_phase(p, offset))
+        phases.append(phase_view(p, offset))
         rows = p.get('timeline')
         offset += rows[-1]['t'] if rows else (p.get('seconds') or 0)
     return {

@@ -371,7 +371,7 @@ def test_text_and_html_show_the_stages(tmpdir):
 
 def test_an_open_loop_report_draws_the_ramp_as_the_target():
     result = {'manifest': {}, 'phases': [{
-        'name': 'insert', 'seconds': 2.0, 'rate': {'target': 100.0},
+        'name': 'insert', 'seconds': 2.0, 'rate': {'target': 100.0}, 
         'timeline': [{'t': 1.0, 'seconds': 1.0, 'attempted': 50, 'ok': 50, 'errors': 0,
                       'latency_us': {}}, {'t': 2.0, 'seconds': 1.0, 'attempted': 100,
                                           'ok': 100, 'errors': 0, 'latency_us': {}}],
@@ -383,12 +383,12 @@ def test_an_open_loop_report_draws_the_ramp_as_the_target():
         r['target'] = r['attempted'] / r['seconds']   # as the ramp set them
     for s in result['phases'][0]['stages']:
         s['seconds'] = 0
-    (v,) = dashboard.view(result)['phases']
+    v = dashboard.phase_view(result['phases'][0], 0.0)
     assert [r.get('target_ops') for r in v['rows']] == [50.0, 100.0]
     assert not any('target_greenlets' in r for r in v['rows'])
     plain = dict(result['phases'][0], stages=None)   # --rate alone: its one target
     plain['timeline'] = [dict(r) for r in plain['timeline']]
     for r in plain['timeline']:
         del r['target']
-    (v,) = dashboard.view(dict(result, phases=[plain]))['phases']
+    v = dashboard.phase_view(plain, 0.0)
     assert [r.get('target_ops') for r in v['rows']] == [100.0, 100.0]
