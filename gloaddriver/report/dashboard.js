@@ -45,7 +45,8 @@
       return box;
     }
     var failed = v.code !== 0;
-    var warned = v.items.some(function (i) { return i.level === 'warn'; });
+    // Exit 0 with an outage or errors (a --fail-if that did not gate on them): amber.
+    var warned = v.items.some(function (i) { return i.level === 'warn' || i.level === 'bad'; });
     box.className = failed ? 'bad' : (warned ? 'warn' : 'ok');
     box.setAttribute('data-exit', v.code);
     box.appendChild(el('p', 'code', 'exit ' + v.code + ': ' +
@@ -90,6 +91,17 @@
   }
 
   // -- charts -----------------------------------------------------------------------
+
+  // A value with gaps on both sides draws no line: it gets a dot (and only it does).
+  function lonely(values, n) {
+    if (n < 3) { return {show: true}; }
+    var idx = [];
+    values.forEach(function (v, i) {
+      if (v !== null && v !== undefined && (i === 0 || values[i - 1] === null) &&
+          (i === n - 1 || values[i + 1] === null)) { idx.push(i); }
+    });
+    return idx.length ? {show: true, size: 5, filter: idx} : {show: false};
+  }
 
   // Phase bands (alternating shade, name on top), outages (red) and marks (dashed lines).
   function eventsPlugin(withPhases) {
@@ -147,6 +159,9 @@
     var yScale = {distr: spec.log ? 3 : 1, log: 10};
     if (!spec.log) { yScale.range = function (u, lo, hi) { return [Math.min(0, lo), hi > 0 ? hi * 1.05 : 1]; }; }
     var scales = {x: {time: false}, y: yScale};
+    if (!spec.xLabel) {   // over time: from the run's start, not its first row
+      scales.x.range = function (u, lo, hi) { return [0, hi > 0 ? hi : 1]; };
+    }
     var axes = [{label: spec.xLabel || 'seconds into the run', labelSize: 18, size: 36},
                 {scale: 'y', label: spec.unit, labelSize: 18, size: 56,
                  values: function (u, vals) { return vals.map(num); }}];
@@ -160,14 +175,14 @@
                  grid: {show: false}, stroke: COLORS[2],
                  values: function (u, vals) { return vals.map(num); }});
     }
-    var series = [{label: spec.xLabel ? 'x' : 't (s)',
+    var series = [{label: spec.xLabel || 't (s)',
                    value: function (u, v) { return v === null || v === undefined ? '-' : (spec.xLegend ? spec.xLegend(v) : v.toFixed(2)); }}];
     var data = [spec.x];
     spec.series.forEach(function (s, i) {
       series.push({label: s.label, stroke: s.color || COLORS[i % COLORS.length],
                    width: s.width || 1.5, dash: s.dash ? [6, 4] : undefined,
                    scale: s.scale || 'y', spanGaps: !!spec.join,
-                   points: {show: spec.x.length < 3},
+                   points: spec.join ? {show: spec.x.length < 3} : lonely(s.values, spec.x.length),
                    value: function (u, v) { return num(v); }});
       data.push(s.values);
     });
@@ -274,8 +289,8 @@
       Object.keys(d.rps || {}).forEach(function (k) { if (d.rps[k] && kinds.indexOf(k) < 0) { kinds.push(k); } });
     });
     kinds.sort();
-    // A sample the server did not answer in time (or across a restart) is a gap the
-    // line joins over: join: spanGaps.
+    // An interval the server did not answer (down, or late) has no sample: the line
+    // joins over it, so that a restart leaves lines, not dots; outages are shaded.
     var s = kinds.map(function (k) { return {label: k + '/s', values: col(rows, function (d) { return d.rps && k in d.rps ? d.rps[k] : null; })}; });
     s.push({label: 'client ops/s', dash: true, color: '#555', values: col(rows, function (d) { return d.client_ops_per_sec; })});
     chart(grid, {id: 'server-rps', title: 'Server: requests per second by type', x: x, series: s, unit: 'per second', join: true});
@@ -301,7 +316,7 @@
     if (sp) {
       chart(grid, {id: 'distribution-' + p.name, title: 'Latency distribution by op' + (p.open_loop ? ' (from the intended start)' : ''),
                    x: sp.x, unit: 'microseconds (log)', log: true, phases: false, xLabel: 'percentile',
-                   xSplits: function () { var out = []; for (var i = 0; i <= Math.ceil(sp.x[sp.x.length - 1]); i++) { out.push(i); } return out; },
+                   xSplits: function () { var out = []; for (var i = 0; i <= Math.floor(sp.x[sp.x.length - 1]); i++) { out.push(i); } return out; },
                    xValues: function (u, vals) { return vals.map(function (v) { return sp.labels[v] || ''; }); },
                    xLegend: function (v) { return (100 * (1 - Math.pow(10, -v))).toPrecision(6) + '%'; },
                    series: sp.series.map(function (s) { return {label: s.label, values: s.values.map(positive)}; })});
