@@ -14,6 +14,7 @@ streams to take it, and stops; with ``--web-keep`` it serves until Ctrl-C.
 from __future__ import absolute_import, division, print_function
 
 import json
+import signal
 import socket
 import time
 
@@ -83,11 +84,17 @@ class Dashboard(object):
         self._publish(_event('final', view))
         if self.keep:
             errors.say('live dashboard: the final report stays at %s until Ctrl-C' % self.url)
+            # Ctrl-C (or SIGTERM) ends it as a callback in the hub: no traceback.
+            done = Event()
+            handles = [gevent.signal_handler(sig, done.set)
+                       for sig in (signal.SIGINT, signal.SIGTERM)]
             try:
-                while True:
-                    gevent.sleep(3600)
-            except KeyboardInterrupt:
-                pass
+                done.wait()
+            finally:
+                for h in handles:
+                    h.cancel()
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
         else:
             deadline = time.time() + FINAL_WAIT
             while self.streams and time.time() < deadline:

@@ -5,12 +5,18 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import time
 
 import pytest
+
+try:
+    from urllib.request import urlopen
+except ImportError:   # Python 2
+    from urllib2 import urlopen
 
 from tests.integration import browser
 from tests.integration.conftest import ROOT, assert_accounted, run_cli
@@ -143,3 +149,32 @@ def test_a_bad_web_flag_is_one_line_before_the_run():
     assert err.strip().count('\n') == 0 and 'cannot listen' in err, err
     rc, out, err, res = run_cli(['--spawn', '--web-keep'])
     assert rc == 2 and '--web-keep goes with --web' in err
+
+
+def test_web_keep_serves_the_final_report_until_ctrl_c(tmpdir):
+    port = _free_port()
+    errf = open(str(tmpdir.join('stderr')), 'w+')
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--spawn', '--greenlets', '4',
+                          '--phases', 'insert', '--ops', '2000', '--progress', '0',
+                          '--web', str(port), '--web-keep'],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=errf,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    try:
+        def kept():
+            errf.seek(0)
+            return 'until Ctrl-C' in errf.read()
+        _until(kept, 'the run to end and the page to stay', limit=60)
+        assert p.poll() is None
+        page = urlopen('http://127.0.0.1:%d/' % port, timeout=10).read().decode('utf-8')
+        assert '"final":true' in page and 'connect-src' not in page   # the report, static
+        p.send_signal(signal.SIGINT)
+        p.communicate()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    errf.seek(0)
+    err = errf.read()
+    errf.close()
+    assert p.returncode == 0, err
+    assert 'Traceback' not in err and 'KeyboardInterrupt' not in err, err
