@@ -30,9 +30,20 @@ def view_row(row, rate=None):
     elif rate:
         out['target_ops'] = rate
     if row.get('by_op'):
-        out['by_op'] = dict((name, dict((k, v) for k, v in b.items() if k != 'histogram'))
-                            for name, b in row['by_op'].items())
+        out['by_op'] = {}
+        for name, b in row['by_op'].items():
+            op = dict((k, v) for k, v in b.items() if k != 'histogram')
+            if b.get('histogram'):
+                op['latency_us'] = _p50_p99(b['histogram'])
+            out['by_op'][name] = op
     return out
+
+
+def _p50_p99(encoded):
+    """An op's p50 and p99 of one row, in one walk of its histogram."""
+    h = stats.decode_histogram(encoded)
+    v = h.get_percentile_to_value_dict([50.0, 99.0])
+    return {'p50': v.get(50.0), 'p99': v.get(99.0)}
 
 
 def server_row(d, t):

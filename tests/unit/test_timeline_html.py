@@ -106,7 +106,8 @@ def test_ops_in_flight_and_each_ops_latency_over_time_merge_exactly(monkeypatch)
     ops[1].timed_out += 1
     row = tl.close_interval(1.0, None)
     assert row['in_flight'] == 2
-    assert row['by_op']['select']['latency_us']['max'] == 30
+    assert stats.decode_histogram(row['by_op']['select']['histogram']).get_max_value() == 30
+    assert dashboard.view_row(row)['by_op']['select']['latency_us'] == {'p50': 20, 'p99': 30}
     assert row['by_op']['update']['histogram'] is None
     rows, ops = _tick_run(37, 6)
     assert len(rows) <= 8
