@@ -1,5 +1,6 @@
 """What live metrics out costs a run: the same select load with no live output, with
---graphite to a port nobody listens on, and with --prometheus-port scraped every second.
+--graphite to a port nobody listens on, with --prometheus-port scraped every second, and
+with --web watched by two event streams (as two open dashboards).
 
 Run by ``scripts/bench live``. One private Tarantool holding --keys rows; rounds
 interleave the variants round-robin so the machine's noise hits all alike. Each run
@@ -57,6 +58,34 @@ class Scraper(threading.Thread):
                 self.failed += 1
 
 
+class Watcher(threading.Thread):
+    """Holds http://127.0.0.1:PORT/events open as a browser's dashboard does, counting
+    the interval events until the driver ends the stream."""
+
+    def __init__(self, port):
+        threading.Thread.__init__(self)
+        self.daemon = True
+        self.port = port
+        self.done = threading.Event()
+        self.rows = 0
+        self.start()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                stream = urlopen('http://127.0.0.1:%d/events' % self.port, timeout=30)
+            except Exception:   # not up yet
+                self.done.wait(0.05)
+                continue
+            try:
+                for line in stream:
+                    if line.startswith(b'event: row'):
+                        self.rows += 1
+            except Exception:   # the driver stopped serving
+                pass
+            return
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--python', default=sys.executable, help='interpreter that runs the driver')
@@ -71,7 +100,8 @@ def main():
               '--keys', str(args.keys), '--distribution', 'uniform',
               '--greenlets', str(args.greenlets)]
     dead = free_port()   # nobody listens there: every connect is refused
-    kinds = ('no live output', 'graphite, dead port', 'prometheus, scraped 1/s')
+    kinds = ('no live output', 'graphite, dead port', 'prometheus, scraped 1/s',
+             'web, 2 streams watching')
     runs = []
     with TarantoolServer() as server:
         conn = Connection(server.host, server.port, server.user, server.password).connect()
@@ -82,18 +112,25 @@ def main():
         for r in range(args.rounds):
             for name in kinds:
                 sys.stderr.write('round %d: %s...\n' % (r + 1, name))
-                extra, scraper = [], None
+                extra, scraper, watchers = [], None, []
                 if name.startswith('graphite'):
                     extra = ['--graphite', '127.0.0.1:%d' % dead]
                 elif name.startswith('prometheus'):
                     port = free_port()
                     extra = ['--prometheus-port', '127.0.0.1:%d' % port]
                     scraper = Scraper(port)
+                elif name.startswith('web'):
+                    port = free_port()
+                    extra = ['--web', '127.0.0.1:%d' % port]
+                    watchers = [Watcher(port), Watcher(port)]
                 res, err = driver(args.python, target + common + extra, server.password,
                                   stderr_lines=True)
                 if scraper is not None:
                     scraper.done.set()
                     scraper.join(3)
+                for w in watchers:
+                    w.done.set()
+                    w.join(5)
                 if res is None:
                     continue
                 p = res['phases'][0]
@@ -104,6 +141,7 @@ def main():
                              'failed': p['failed'] + p['timed_out'],
                              'notes': [l for l in err if 'note:' in l],
                              'scrapes': scraper.ok if scraper is not None else None,
+                             'web_rows_seen': [w.rows for w in watchers] or None,
                              'interpreter': res['manifest']['interpreter']})
     table = []
     for name in kinds:
@@ -134,6 +172,10 @@ def main():
     scrapes = [x['scrapes'] for x in runs if x['scrapes'] is not None]
     if scrapes:
         print('prometheus scrapes answered per run: %s' % ', '.join(str(s) for s in scrapes))
+    seen = [x['web_rows_seen'] for x in runs if x['web_rows_seen'] is not None]
+    if seen:
+        print('web: interval events each stream got per run: %s' % ', '.join(
+            '/'.join(str(n) for n in s) for s in seen))
     with open(out, 'w') as f:
         json.dump({'table': table, 'runs': runs, 'args': vars(args)}, f, indent=1,
                   sort_keys=True)

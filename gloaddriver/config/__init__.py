@@ -23,14 +23,15 @@ Load = namedtuple('Load', [
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
     'workload_file', 'start_at', 'verify', 'stages'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
-Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug')
+Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug web')
+Web = namedtuple('Web', 'host port keep')   # --web: where the live dashboard listens
 # Live metrics out (report.live), or None: where each goes and the names' first element.
 Live = namedtuple('Live', 'graphite statsd prometheus prefix')
 Endpoint = namedtuple('Endpoint', 'proto host port')
 Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler')
 Config = namedtuple('Config', 'backend target load limits output profiling opts profile argv')
 
-__all__ = ['Config', 'Target', 'Load', 'Limits', 'Output', 'Live', 'Endpoint', 'Profiling',
+__all__ = ['Config', 'Target', 'Load', 'Limits', 'Output', 'Live', 'Web', 'Endpoint', 'Profiling',
            'parse', 'mask_argv', 'PASSWORD_ENV']
 
 
@@ -182,7 +183,7 @@ def parse(argv=None, environ=None):
         output=Output(json=args.json, html=args.html, csv=args.csv, progress=args.progress,
                       interval=args.interval or (args.progress if args.progress > 0 else 1.0),
                       syscalls=args.syscalls, fail_if=_thresholds(args.fail_if),
-                      live=_live(args), debug=args.debug),
+                      live=_live(args), debug=args.debug, web=_web(args)),
         profiling=Profiling(callgrind=args.callgrind, pstats=args.pstats,
                             clock=args.profile_clock or 'wall',
                             profiler=args.profiler or 'yappi'),
@@ -318,6 +319,29 @@ def _live(args):
         graphite=_endpoint('--graphite', args.graphite, ('tcp', 'udp')) if args.graphite else None,
         statsd=_endpoint('--statsd', args.statsd, ('udp',)) if args.statsd else None,
         prometheus=prometheus, prefix=prefix)
+
+
+def _web(args):
+    """--web [HOST:]PORT (and --web-keep), checked before the run: a bad value is a
+    usage error, a port that cannot be had a setup error."""
+    if not args.web:
+        if args.web_keep:
+            raise errors.ConfigError('--web-keep goes with --web [HOST:]PORT')
+        return None
+    text = args.web
+    m = _LISTEN.match(text)
+    if not m:
+        raise errors.ConfigError('--web takes PORT or HOST:PORT, e.g. 8090 or 0.0.0.0:8090; '
+                                 'got %r' % text)
+    host = (m.group(1) or '127.0.0.1').strip('[]')
+    port = _port('--web', text, m.group(2))
+    if args.processes > 1:
+        raise errors.ConfigError('--web serves one process: run it without --processes')
+    try:
+        _check_free('--web', text, host, port)
+    except errors.ConfigError as e:
+        raise errors.SetupError(str(e))
+    return Web(host, port, bool(args.web_keep))
 
 
 def _thresholds(text):

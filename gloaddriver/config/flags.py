@@ -211,6 +211,12 @@ def build_parser(cls=None):
     g.add_argument('--prometheus-port', default=None, metavar='[HOST:]PORT',
                    help='serve the last interval as Prometheus/OpenMetrics text over HTTP on '
                         'this port (all interfaces unless HOST is given)')
+    g.add_argument('--web', default=None, metavar='[HOST:]PORT',
+                   help='serve a live dashboard of the run on this port (host 127.0.0.1 unless '
+                        'given): the --html page, updated each interval; the URL is printed at '
+                        'the start')
+    g.add_argument('--web-keep', action='store_true',
+                   help='with --web: after the run, keep serving the final report until Ctrl-C')
     g.add_argument('--metrics-prefix', default=None, metavar='NAME',
                    help='first element of every metric name (default: gloaddriver)')
     shared = {}

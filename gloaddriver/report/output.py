@@ -32,34 +32,10 @@ def write(result, json_path=None, html_path=None, out=None, notes=(), fail_if=No
 
 
 def exit_code(result):
-    """0 when every op succeeded; 1 when any failed, timed out, the run was aborted or
-    --verify found an acknowledged write lost (said on stderr)."""
+    """The exit code of ``verdict.judge``, its reason said on stderr."""
     from gloaddriver import errors
-    aborted = result.get('aborted')
-    if aborted == errors.INTERRUPTED or (isinstance(aborted, list) and
-                                         errors.INTERRUPTED in aborted):
-        errors.say('interrupted: the phases so far are reported above')
-        return errors.EXIT_INTERRUPTED
-    lost = (result.get('verify') or {}).get('acknowledged_lost')
-    if lost:
-        # Before the thresholds: no latency target makes up for data that is gone.
-        errors.say('%d acknowledged writes were lost (--verify, see above)' % lost)
-        return errors.EXIT_OPS_FAILED
-    if 'thresholds' in result and not aborted:
-        # With --fail-if the thresholds alone judge the run.
-        failed = [v for v in result['thresholds'] if not v['held']]
-        if failed:
-            errors.say('%d of %d thresholds failed (see above)'
-                       % (len(failed), len(result['thresholds'])))
-            return errors.EXIT_THRESHOLD
-        return errors.EXIT_OK
-    if aborted:
-        errors.say('run aborted: %s' % (result['aborted'],))
-        return errors.EXIT_OPS_FAILED
-    phases = result['phases']
-    bad = sum(p['failed'] + p['timed_out'] for p in phases)
-    if bad:
-        errors.say('%d of %d ops failed or timed out (see the error lines above)'
-                   % (bad, sum(p['attempted'] for p in phases)))
-        return errors.EXIT_OPS_FAILED
-    return errors.EXIT_OK
+    from gloaddriver.report import verdict
+    code, why = verdict.judge(result)
+    if why:
+        errors.say(why)
+    return code

@@ -10,6 +10,7 @@ from gloaddriver.measure import client_bound, manifest
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.report import live as live_out
 from gloaddriver.report import output
+from gloaddriver.report import web as web_out
 from gloaddriver.run.faults import Injector
 from gloaddriver.run.interrupts import Interrupts
 from gloaddriver.run.runner import Run
@@ -27,8 +28,9 @@ def _metrics(backend, server):
 
 def run(config, out=None):
     kind = backends.get(config.backend)
-    server = backend = counter = metrics = live = injector = None
+    server = backend = counter = metrics = live = injector = web = None
     try:
+        web = web_out.open(config)   # first: its URL is said before the server starts
         settings = {'kind': kind.name, 'spawned': False}
         if config.target.spawn:
             server = kind.spawn(config)
@@ -48,10 +50,14 @@ def run(config, out=None):
         if phases is None:
             metrics = _metrics(backend, server)
             live = live_out.open(config)
+            sink = live
+            if web is not None:
+                web.server_charts = metrics.charts if metrics is not None else ()
+                sink = web if live is None else web_out.Both(live, web)
             if config.target.faults:
                 injector = Injector(config.target.faults, server)
             the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics,
-                          live=live, faults=injector)
+                          live=sink, faults=injector)
             the_run.setup()
             from gloaddriver.run.processes import wait_for_start
             wait_for_start(config.load.start_at)   # begin together with the others
@@ -76,6 +82,8 @@ def run(config, out=None):
             live = None
         output.write(result, config.output.json, config.output.html, out,
                      fail_if=config.output.fail_if, csv_prefix=config.output.csv)
+        if web is not None:
+            web.finish(result)
         return output.exit_code(result)
     except (errors.GloadError, KeyboardInterrupt) as e:
         return errors.report_error(e)
@@ -84,6 +92,8 @@ def run(config, out=None):
             injector.end()
         if live is not None:
             live.close()
+        if web is not None:
+            web.close()
         if metrics is not None:
             metrics.close()
         if backend is not None:

@@ -90,3 +90,12 @@ def assert_accounted(result):
             assert sum(r['attempted'] for r in rows) == phase['attempted']
             assert sum(r['ok'] for r in rows) == phase['ok']
             assert sum(r['errors'] for r in rows) == phase['failed'] + phase['timed_out']
+
+
+def page_view(path):
+    """The view an --html page embeds (what its script draws), read back from the file."""
+    import io
+    import re
+    with io.open(path, encoding='utf-8') as f:
+        m = re.search(r'<script type="application/json" id="gl-data">(.*?)</script>', f.read())
+    return json.loads(m.group(1))

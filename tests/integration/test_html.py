@@ -3,32 +3,25 @@ from __future__ import absolute_import, division, print_function
 
 import io
 import os
+import re
 
 import pytest
 
 from tests.integration import browser
 from tests.integration.conftest import assert_accounted, run_cli
 
-# Every chart's drawn size and lines, as the browser laid them out.
+# What the page drew, as the browser has it: each uPlot chart with its series and the
+# number of values each has, the verdict banner, and every resource the page loaded.
 MEASURE = """
-var out = {title: document.title, resources: performance.getEntriesByType('resource').length,
-           charts: [], sections: []};
+var out = {title: document.title, charts: window.gloaddriverCharts(), sections: [],
+           resources: performance.getEntriesByType('resource').map(function (e) { return e.name; })};
 document.querySelectorAll('section.phase').forEach(function (s) {
   out.sections.push(s.getAttribute('data-phase'));
 });
-document.querySelectorAll('figure.chart').forEach(function (f) {
-  var svg = f.querySelector('svg');
-  var box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-  var lines = [].map.call(f.querySelectorAll('polyline.series'), function (l) {
-    return {label: l.getAttribute('data-label'), points: +l.getAttribute('data-points'),
-            length: l.getTotalLength(), stroke: getComputedStyle(l).stroke};
-  });
-  var bars = [].map.call(f.querySelectorAll('rect.bar'), function (b) {
-    return {label: b.getAttribute('data-label'), width: b.getBoundingClientRect().width};
-  });
-  out.charts.push({kind: f.getAttribute('data-chart'), phase: f.getAttribute('data-phase'),
-                   width: box.width, height: box.height, lines: lines, bars: bars,
-                   empty: !!f.querySelector('.empty')});
+var v = document.getElementById('verdict');
+out.verdict = v ? {exit: v.getAttribute('data-exit'), text: v.innerText, cls: v.className} : null;
+out.cells = [].map.call(document.querySelectorAll('table.summary tr.phase'), function (tr) {
+  return [].map.call(tr.children, function (td) { return td.textContent; });
 });
 return out;
 """
@@ -49,24 +42,22 @@ def _render(chromium, html, tmpdir):
     page = chromium.run(MEASURE)
     png = chromium.screenshot(str(tmpdir.join('report.png')))
     assert png[:8] == b'\x89PNG\r\n\x1a\n' and len(png) > 20000   # a blank page is ~5 KB
-    assert page['resources'] == 0, 'the page fetched something'
+    assert page['resources'] == [], 'the page fetched something'
     return page
 
 
-def _charts(page, phase):
-    return dict((c['kind'], c) for c in page['charts'] if c['phase'] == phase)
+def _charts(page, phase=None):
+    return dict((c['id'], c) for c in page['charts'] if c['phase'] == phase)
 
 
 def _drawn(chart, labels):
-    """Each named line is there and has length on screen."""
+    """Each named series is there and has values; the chart is laid out at a size."""
     assert chart['width'] >= 300 and chart['height'] >= 120, chart
-    assert not chart['empty'], chart
-    lines = dict((l['label'], l) for l in chart['lines'])
+    assert chart['inked'] > 1000, chart
+    series = dict((s['label'], s) for s in chart['series'])
     for label in labels:
-        assert label in lines, (label, chart['kind'], sorted(lines))
-        line = lines[label]
-        assert line['stroke'] not in ('none', ''), line
-        assert line['points'] == 1 or line['length'] > 1, line
+        assert label in series, (label, chart['id'], sorted(series))
+        assert series[label]['values'] >= 1, (label, chart)
 
 
 def test_report_of_a_mix_renders_every_chart(chromium, tmpdir):
@@ -80,37 +71,39 @@ def test_report_of_a_mix_renders_every_chart(chromium, tmpdir):
     page = _render(chromium, html, tmpdir)
     assert page['sections'] == ['load', 'mix']
     assert 'gloaddriver' in page['title']
+    assert page['verdict']['exit'] == '0' and 'passed' in page['verdict']['text']
     perf = res['phases'][0]['syscalls'].get('source') == 'perf_event'
+    whole = _charts(page)
+    rows = sum(len(p['timeline']) for p in res['phases'])
+    for phase in res['phases']:
+        assert len(phase['timeline']) >= (3 if phase['name'] == 'mix' else 2), phase['timeline']
+    # One timeline across both phases: a point per row of each.
+    assert whole['throughput']['points'] == rows
+    _drawn(whole['throughput'], ['attempted/s', 'ok/s', 'errors/s (right axis)'])
+    _drawn(whole['latency'], ['p50', 'p99', 'p99.9', 'max'])
+    _drawn(whole['concurrency'], ['ops in flight'])
+    _drawn(whole['op-throughput'], ['insert', 'select', 'update'])
+    _drawn(whole['op-latency'], ['insert p99', 'select p99', 'update p99'])
+    # Server charts need the server's samples: on a busy machine a sample may come
+    # late (it is then left out), but a mix of this length has some that came in time.
+    samples = [r for p in res['phases'] for r in p['server_metrics']['intervals']
+               if r.get('arena_used') is not None]
+    assert samples, 'no server sample came in time: nothing was tested'
+    _drawn(whole['server-rps'], ['client ops/s', 'select/s', 'update/s'])
+    _drawn(whole['server-memory'], ['arena_used'])
+    if perf:
+        _drawn(whole['syscalls-over-time'], ['syscalls/op'])
     for phase in res['phases']:
         name = phase['name']
-        assert len(phase['timeline']) >= (3 if name == 'mix' else 2), phase['timeline']
-        charts = _charts(page, name)
-        _drawn(charts['throughput'], ['attempted/s', 'ok/s'])
-        _drawn(charts['latency'], ['p50', 'p99', 'p99.9', 'max'])
         ops = sorted(phase['ops']) if 'ops' in phase else [name]
-        _drawn(charts['distribution'], ops)
-        # A server chart needs the server's samples: a short phase on a busy machine
-        # may have none that came in time (then there is nothing to draw, and no chart).
-        rows = phase['server_metrics']['intervals']
-        if rows:
-            _drawn(charts['server-rps'], ['client ops/s'])
-        if any(r.get('arena_used') is not None for r in rows):
-            _drawn(charts['server-memory'], ['arena_used'])
-        if perf:
-            _drawn(charts['syscalls-over-time'], ['syscalls/op'])
-            bars = dict((b['label'], b['width']) for b in charts['syscalls']['bars'])
-            assert set(bars) == set(phase['syscalls']['by_name']), bars
-            assert all(w > 0 for w in bars.values())
-    mix = _charts(page, 'mix')
-    assert sorted(l['label'] for l in mix['distribution']['lines']) == ['insert', 'select',
-                                                                         'update']
-    assert any(r.get('arena_used') is not None for r in res['phases'][1]['server_metrics']
-               ['intervals']), 'the mix phase had no server sample: nothing was tested'
-    server = set(l['label'] for l in mix['server-rps']['lines'])
-    assert {'select/s', 'update/s'} <= server, server
+        dist = _charts(page, name)['distribution-' + name]
+        _drawn(dist, ops)
+        assert sorted(s['label'] for s in dist['series']) == ops
+    cells = dict((c[0], c) for c in page['cells'])
+    assert cells['mix'][1] == '{:,}'.format(res['phases'][1]['attempted'])
     with io.open(html, encoding='utf-8') as f:
         text = f.read()
-    assert 'http://' not in text and 'https://' not in text and '<script' not in text
+    assert not re.search(r'(src|href)\s*=', text), 'the page links to something'
 
 
 def test_report_of_an_open_loop_run_shows_target_and_service_time(chromium, tmpdir):
@@ -121,7 +114,46 @@ def test_report_of_an_open_loop_run_shows_target_and_service_time(chromium, tmpd
     assert rc == 0, err
     assert_accounted(res)
     page = _render(chromium, html, tmpdir)
-    charts = _charts(page, 'insert')
-    _drawn(charts['throughput'], ['attempted/s', 'target'])
-    _drawn(charts['latency'], ['p99', 'service p99'])
-    _drawn(charts['distribution'], ['insert', 'service time (all ops)'])
+    whole = _charts(page)
+    _drawn(whole['throughput'], ['attempted/s', 'target ops/s'])
+    _drawn(whole['latency'], ['p99', 'service p99'])
+    _drawn(_charts(page, 'insert')['distribution-insert'], ['insert', 'service time (all ops)'])
+
+
+def test_report_of_a_failing_threshold_says_failed_and_why(chromium, tmpdir):
+    html = str(tmpdir.join('failed.html'))
+    rc, out, err, res = run_cli(['--spawn', '--greenlets', '4', '--ops', '2000',
+                                 '--phases', 'insert', '--fail-if', 'p50<1us,errors<1%',
+                                 '--html', html])
+    assert rc == 4, err
+    page = _render(chromium, html, tmpdir)
+    banner = page['verdict']
+    assert banner['exit'] == '4' and banner['cls'] == 'bad', banner
+    lines = banner['text'].splitlines()
+    assert 'FAILED' in lines[0] and '1 of 2 thresholds failed' in lines[0], lines
+    p50 = '{:,}'.format(int(res['phases'][0]['latency_us']['p50']))
+    assert any('p50<1us' in l and 'FAILED' in l and p50 in l for l in lines), lines
+    assert any('errors<1%' in l and 'held' in l for l in lines), lines
+
+
+def test_report_of_a_fault_run_shows_the_outage_and_the_verify_verdict(chromium, tmpdir):
+    html = str(tmpdir.join('fault.html'))
+    rc, out, err, res = run_cli(['--spawn', '--wal-mode', 'write', '--phases', 'insert',
+                                 '--ops', '0', '--duration', '2.5', '--greenlets', '10',
+                                 '--interval', '0.1', '--fault', 'kill@1s,start@1.6s',
+                                 '--verify', '--html', html])
+    assert rc == 1, err
+    assert_accounted(res)
+    (o,) = res['phases'][0]['outages']
+    page = _render(chromium, html, tmpdir)
+    text = page['verdict']['text']
+    assert page['verdict']['exit'] == '1' and page['verdict']['cls'] == 'bad'
+    assert 'insert: OUTAGE %.2f-%.2f s (%.2f s)' % (o['start'], o['end'], o['duration']) in text
+    v = res['verify']
+    assert 'verify: {:,} keys read back: {:,} intact, 0 acknowledged_lost'.format(
+        v['checked'], v['intact']) in text, text
+    assert 'insert: errors by kind:' in text
+    whole = _charts(page)
+    _drawn(whole['throughput'], ['attempted/s', 'errors/s (right axis)'])
+    # A line of the server's rates goes on across the restart (a joined gap, not dots).
+    assert whole['server-rps']['points'] >= 10

@@ -11,7 +11,7 @@ import tempfile
 from gloaddriver.measure import stats
 from gloaddriver.report import results
 from tests import result_schema
-from tests.integration.conftest import ROOT, assert_accounted, connect, run_cli
+from tests.integration.conftest import ROOT, assert_accounted, connect, page_view, run_cli
 
 
 def test_two_shards_share_a_key_space_and_merge_exactly(tarantool, space):
@@ -83,9 +83,10 @@ def test_processes_run_together_and_merge_exactly(tmpdir):
                                  '--html', html])
     assert rc == 0, err
     assert_accounted(res)   # the merged timeline adds up too
-    with open(html) as f:
-        page = f.read()
-    assert page.count('data-chart="throughput"') == 2 and 'merged from 2 parts' in page
+    view = page_view(html)
+    assert [p['name'] for p in view['phases']] == ['insert', 'select'] and \
+        view['merged_from'] == 2
+    assert [len(p['rows']) for p in view['phases']] == [len(p['timeline']) for p in res['phases']]
     assert res['manifest']['processes'] == 2 and len(res['processes']) == 2
     assert sorted(p['manifest']['shard'] for p in res['processes']) == ['0/2', '1/2']
     for name in ('insert', 'select'):

@@ -2,10 +2,7 @@
 with --json and --html."""
 from __future__ import absolute_import, division, print_function
 
-import io
-import re
-
-from tests.integration.conftest import assert_accounted, run_cli
+from tests.integration.conftest import assert_accounted, page_view, run_cli
 
 
 def test_stages_ramp_greenlets_against_tarantool_and_the_reports_show_them(tarantool, space,
@@ -33,12 +30,13 @@ def test_stages_ramp_greenlets_against_tarantool_and_the_reports_show_them(taran
         # the select phase reads the keys the time-bounded insert phase made
         assert p['misses'] == 0
     assert len([l for l in out.splitlines() if ': stage ' in l]) == 6
-    with io.open(page, encoding='utf-8') as f:
-        html = f.read()
-    marks = re.findall(r'<line class="mark" data-label="([^"]+)"', html)
-    assert 'stage 2 from 0.6 s: 20 -&gt; 20 greenlets' in marks
-    assert 'stage 3 from 1.2 s: 20 -&gt; 4 greenlets' in marks
-    assert html.count('data-chart="greenlets"') == 2
+    view = page_view(page)
+    for v, p in zip(view['phases'], res['phases']):
+        marks = [m['label'] for m in v['marks']]
+        assert 'stage 2 from 0.6 s: 20 -> 20 greenlets' in marks
+        assert 'stage 3 from 1.2 s: 20 -> 4 greenlets' in marks
+        # the concurrency chart: active greenlets and their target, row by row
+        assert [r['target_greenlets'] for r in v['rows']] == [r['target'] for r in p['timeline']]
 
 
 def test_rate_stages_ramp_the_open_loop_against_tarantool(tarantool, space):

@@ -16,7 +16,7 @@ from gloaddriver.config import types
 from gloaddriver.measure import stats
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.measure.timeline import combine_consecutive
-from gloaddriver.report import html, text
+from gloaddriver.report import dashboard, html, text
 from gloaddriver.run import runner, stages
 
 from tests.unit.test_run import Progress, accounted
@@ -360,18 +360,18 @@ def test_text_and_html_show_the_stages(tmpdir):
     with io.open(out, encoding='utf-8') as f:
         page = f.read()
     assert page == html.render(result)
-    marks = re.findall(r'<line class="mark" data-label="([^"]+)"', page)
-    assert 'stage 2 from 0.3 s: 4 -&gt; 0 greenlets' in marks and \
-        'end of the stages, 0.6 s' in marks
-    assert 'data-chart="greenlets"' in page
-    chart = page.split('data-chart="greenlets"')[1].split('</figure>')[0]
-    assert 'data-label="active"' in chart
-    assert re.search(r'data-label="target"[^>]*stroke-dasharray', chart)
+    (v,) = dashboard.view(result)['phases']
+    marks = [m['label'] for m in v['marks']]
+    assert 'stage 2 from 0.3 s: 4 -> 0 greenlets' in marks and 'end of the stages, 0.6 s' in marks
+    # the concurrency chart's lines: active greenlets against their target, row by row
+    assert [r['active'] for r in v['rows']] == [r['active'] for r in p['timeline']]
+    assert [r['target_greenlets'] for r in v['rows']] == [r['target'] for r in p['timeline']]
+    assert not any('target_ops' in r for r in v['rows'])
 
 
 def test_an_open_loop_report_draws_the_ramp_as_the_target():
     result = {'manifest': {}, 'phases': [{
-        'name': 'insert', 'seconds': 2.0, 'rate': {'target': 100.0},
+        'name': 'insert', 'seconds': 2.0, 'rate': {'target': 100.0}, 
         'timeline': [{'t': 1.0, 'seconds': 1.0, 'attempted': 50, 'ok': 50, 'errors': 0,
                       'latency_us': {}}, {'t': 2.0, 'seconds': 1.0, 'attempted': 100,
                                           'ok': 100, 'errors': 0, 'latency_us': {}}],
@@ -379,7 +379,16 @@ def test_an_open_loop_report_draws_the_ramp_as_the_target():
                     'target_to': 100.0}, {'stage': 2, 'start': 1.0, 'end': 3.0,
                                           'unit': 'ops/s', 'target_from': 100.0,
                                           'target_to': 0.0}]}]}
-    assert html._stage_target(result['phases'][0]) == [(0.0, 0.0), (1.0, 100.0), (2.0, 50.0)]
-    charts = html._phase_charts(result['phases'][0])
-    throughput = [c for c in charts if 'data-chart="throughput"' in c][0]
-    assert 'data-label="target"' in throughput and 'data-chart="greenlets"' not in ''.join(charts)
+    for r in result['phases'][0]['timeline']:
+        r['target'] = r['attempted'] / r['seconds']   # as the ramp set them
+    for s in result['phases'][0]['stages']:
+        s['seconds'] = 0
+    v = dashboard.phase_view(result['phases'][0], 0.0)
+    assert [r.get('target_ops') for r in v['rows']] == [50.0, 100.0]
+    assert not any('target_greenlets' in r for r in v['rows'])
+    plain = dict(result['phases'][0], stages=None)   # --rate alone: its one target
+    plain['timeline'] = [dict(r) for r in plain['timeline']]
+    for r in plain['timeline']:
+        del r['target']
+    v = dashboard.phase_view(plain, 0.0)
+    assert [r.get('target_ops') for r in v['rows']] == [100.0, 100.0]

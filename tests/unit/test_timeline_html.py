@@ -4,7 +4,7 @@ from __future__ import absolute_import, division, print_function
 import random
 
 from gloaddriver.measure import stats, timeline
-from gloaddriver.report import html as html_report, svg
+from gloaddriver.report import dashboard, html as html_report
 from gloaddriver.measure.timeline import Timeline
 
 
@@ -95,12 +95,31 @@ def test_concurrent_timelines_add_row_by_row():
     assert m[0]['ops_per_sec'] == round(m[0]['attempted'] / 0.5, 1)
 
 
-def test_ticks_cover_the_range():
-    for lo, hi in ((0, 1), (0, 7.3), (0.24, 0.34), (0, 123456), (5, 5)):
-        t = svg.nice_ticks(lo, hi)
-        assert t[0] <= lo and t[-1] >= hi and len(t) <= 12
-    assert svg.log_ticks(150, 90000) == [100.0, 1000.0, 10000.0, 100000.0]
-    assert svg.number(1234567) == '1.23M' and svg.number(0.25) == '0.25'
+def test_ops_in_flight_and_each_ops_latency_over_time_merge_exactly(monkeypatch):
+    monkeypatch.setattr(timeline, 'MAX_ROWS', 8)
+    ops = [stats.OpStats('select'), stats.OpStats('update')]
+    tl = Timeline(ops, _NoCounters(), 0.0, 0)
+    ops[0].attempted += 5          # 5 begun, 3 done: 2 in flight at the row's end
+    for v in (10, 20, 30):
+        ops[0].lat[v] += 1
+    ops[1].attempted += 1          # 1 begun, failed: none in flight
+    ops[1].timed_out += 1
+    row = tl.close_interval(1.0, None)
+    assert row['in_flight'] == 2
+    assert stats.decode_histogram(row['by_op']['select']['histogram']).get_max_value() == 30
+    assert dashboard.view_row(row)['by_op']['select']['latency_us'] == {'p50': 20, 'p99': 30}
+    assert row['by_op']['update']['histogram'] is None
+    rows, ops = _tick_run(37, 6)
+    assert len(rows) <= 8
+    for st in ops:   # an op's rows, joined by the compactions, hold all its latencies
+        total = stats.new_histogram()
+        for r in rows:
+            enc = r['by_op'].get(st.name, {}).get('histogram')
+            if enc:
+                total.add(stats.decode_histogram(enc))
+        assert total.get_total_count() == st.hist.get_total_count()
+        assert total.get_max_value() == st.hist.get_max_value()
+    assert all(r['in_flight'] == 0 for r in rows)   # every op begun there also ended
 
 
 def _result():
@@ -123,20 +142,27 @@ def _result():
             'phases': [phase], 'aborted': None}
 
 
-def test_page_has_its_charts_and_escapes_what_it_shows():
+def test_page_embeds_its_view_and_escapes_what_it_shows():
     result = _result()
     for sub in result['phases'][0]['ops'].values():
         sub.update(dict((k, result['phases'][0][k]) for k in (
             'attempted', 'ok', 'failed', 'timed_out', 'ops_per_sec', 'latency_us')))
     page = html_report.render(result)
-    for kind in ('throughput', 'latency', 'distribution', 'syscalls', 'syscalls-over-time'):
-        assert 'data-chart="%s"' % kind in page
-    assert page.count('class="series" data-label="select"') >= 1
-    assert '<script' not in page and '&lt;script&gt;' in page
-    assert "default-src 'none'" in page
+    view = dashboard.view(result)
+    (phase,) = view['phases']
+    assert len(phase['rows']) == len(result['phases'][0]['timeline'])
+    assert 'histogram' not in phase['rows'][0]
+    assert [s['label'] for s in phase['spectra']['series']] == ['select', 'update']
+    assert phase['syscalls'] == [['recvfrom', 1.0], ['sendto', 0.5]]
+    # one data block and two scripts, each allowed by its hash and nothing else
+    assert page.count('<script') == 3 and page.count('</script>') == 3
+    assert "Space \\u003cscript>x\\u003c/script> missing" in page
+    assert "default-src 'none'" in page and page.count("'sha256-") == 2
+    assert 'connect-src' not in page and 'connect-src' in html_report.page(view, live=True)
+    assert view['verdict']['code'] == 1 and 'failed or timed out' in view['verdict']['why']
 
 
-def test_outages_are_shaded_and_faults_marked_on_the_charts_over_time():
+def test_verdict_names_outages_faults_verify_warnings_and_errors():
     result = _result()
     phase = result['phases'][0]
     phase['ops'] = {}
@@ -144,10 +170,21 @@ def test_outages_are_shaded_and_faults_marked_on_the_charts_over_time():
                          'timed_out': 0, 'reconnects': 1, 'recovery': 0.02,
                          'first_error': 'network: lost'}]
     phase['faults'] = [{'action': 'kill', 't': 0.5, 'took': 0.0}]
+    phase['warnings'] = [{'kind': 'client_cpu', 'phase': 'mix', 'value': 97.0, 'limit': 90.0,
+                          'message': 'the client used 97% of a core'}]
     result['verify'] = {'checked': 4, 'intact': 3, 'acknowledged_lost': 1,
                         'unacknowledged_applied': 0, 'corrupt': 0, 'unexpected': 0,
                         'examples': {'acknowledged_lost': [7]}}
-    page = html_report.render(result)
-    assert page.count('class="band" data-label="outage 1.00 s"') == 2   # throughput, latency
-    assert page.count('class="mark" data-label="kill at 0.50 s"') == 2
-    assert 'OUTAGE 0.50-1.50 s' in page and 'ACKNOWLEDGED WRITES LOST' in page
+    view = dashboard.view(result)
+    (p,) = view['phases']
+    assert p['bands'] == [{'start': 0.5, 'end': 1.5, 'label': 'outage 1.00 s'}]
+    assert p['marks'] == [{'t': 0.5, 'label': 'kill at 0.50 s', 'kind': 'fault'}]
+    v = view['verdict']
+    assert v['code'] == 1 and v['why'] == '1 acknowledged writes were lost (--verify)'
+    items = dict((i['t'], i['level']) for i in v['items'])
+    assert items['verify: ACKNOWLEDGED WRITES LOST, e.g. keys 7'] == 'bad'
+    assert items['mix: errors by kind: server:ER_NO_SUCH_SPACE 1'] == 'bad'
+    assert items['warning (mix): the client used 97% of a core'] == 'warn'
+    assert any(t.startswith('mix: OUTAGE 0.50-1.50 s (1.00 s)') for t in items)
+    # an old file: no p95, no warnings, no in_flight, no per-op latency still makes a page
+    assert html_report.render(result)

@@ -1,0 +1,234 @@
+"""What the dashboard page shows, as plain data: the verdict, the summary table and,
+per phase, its rows over time, server samples, marks and latency spectra.
+
+One page serves both ways (report.html): the ``--html`` file embeds ``view(result)``;
+the ``--web`` page (report.web) starts from ``live_view`` and gets ``live_row``
+messages each interval, then ``view`` of the final result. Every decision of what
+a figure means is made here, once; the page's script only draws.
+"""
+from __future__ import absolute_import, division, print_function
+
+import json
+import math
+import re
+
+from gloaddriver.measure import stats
+from gloaddriver.report import text, thresholds, verdict
+
+# Row fields the page draws (histograms stay in the JSON result).
+_ROW_KEYS = ('t', 'seconds', 'attempted', 'ok', 'errors', 'syscalls', 'latency_us',
+             'service_time_us', 'active', 'in_flight', 'errors_by_kind')
+_NINES_LABELS = ['0%', '90%', '99%', '99.9%', '99.99%', '99.999%', '99.9999%']
+
+
+def view_row(row, rate=None):
+    """A timeline row as the page draws it: counts, latencies, per-op figures, and the
+    throughput or greenlet target (``target_ops``, ``target_greenlets``)."""
+    out = dict((k, row[k]) for k in _ROW_KEYS if k in row)
+    if 'target' in row:   # --stages: greenlets when the row has active ones, else ops/s
+        out['target_greenlets' if 'active' in row else 'target_ops'] = row['target']
+    elif rate:
+        out['target_ops'] = rate
+    if row.get('by_op'):
+        out['by_op'] = {}
+        for name, b in row['by_op'].items():
+            op = dict((k, v) for k, v in b.items() if k != 'histogram')
+            if b.get('histogram'):
+                op['latency_us'] = _p50_p99(b['histogram'])
+            out['by_op'][name] = op
+    return out
+
+
+def _p50_p99(encoded):
+    """An op's p50 and p99 of one row, in one walk of its histogram."""
+    h = stats.decode_histogram(encoded)
+    v = h.get_percentile_to_value_dict([50.0, 99.0])
+    return {'p50': v.get(50.0), 'p99': v.get(99.0)}
+
+
+def server_row(d, t):
+    """A server sample of one interval: its rates, gauges and flags (no raw counts)."""
+    out = dict((k, v) for k, v in d.items() if k != 'counts')
+    out['t'] = t
+    return out
+
+
+def _spectra(p):
+    """Latency by percentile of each op, on one x grid of 'nines' (x = -log10(1 - q)),
+    ten points a decade, each op's line ending at its max where one sample is its tail."""
+    ops = sorted(p['ops'].items()) if p.get('ops') else [(p['name'], p)]
+    named = [(name, sub.get('histogram')) for name, sub in ops]
+    if p.get('rate') and p.get('service_histogram'):
+        named.append(('service time (all ops)', p['service_histogram']))
+    hists = []
+    for name, encoded in named:
+        if encoded:
+            h = stats.decode_histogram(encoded)
+            if h.get_total_count():
+                hists.append((name, h))
+    if not hists:
+        return None
+    most = max(h.get_total_count() for _n, h in hists)
+    k_max = int(math.ceil(10 * math.log10(most))) + 1 if most > 1 else 1
+    x = [k / 10.0 for k in range(k_max + 1)]
+    series = []
+    for name, h in hists:
+        n = h.get_total_count()
+        values, ended = [], False
+        for k in range(k_max + 1):
+            tail = 10 ** (-k / 10.0)
+            if k and tail < 1.0 / n:
+                values.append(None if ended else h.get_max_value())
+                ended = True
+            else:
+                values.append(h.get_value_at_percentile(100.0 * (1 - tail)))
+        series.append({'label': name, 'values': values})
+    return {'x': x, 'series': series, 'labels': _NINES_LABELS}
+
+
+def _marks(p):
+    marks = [{'t': f['t'], 'label': text.fault_text(f), 'kind': 'fault'}
+             for f in p.get('faults') or ()]
+    stages = p.get('stages') or ()
+    for s in stages[1:]:
+        marks.append({'t': s['start'], 'kind': 'stage', 'label': 'stage %d from %g s: %g -> %g %s'
+                      % (s['stage'], s['start'], s['target_from'], s['target_to'], s['unit'])})
+    if stages:
+        marks.append({'t': stages[-1]['end'], 'kind': 'stage',
+                      'label': 'end of the stages, %g s' % stages[-1]['end']})
+    return marks
+
+
+def _bands(p):
+    last = p['timeline'][-1]['t'] if p.get('timeline') else p.get('seconds') or 0
+    return [{'start': o['start'], 'end': o['end'] if o['end'] is not None else last,
+             'label': 'outage %.2f s%s' % (o['duration'], ' (still down at the end)'
+                                           if o['open'] else '')}
+            for o in p.get('outages') or ()]
+
+
+def _notes(p):
+    out = []
+    if p.get('rate'):
+        r = p['rate']
+        out.append(('info', 'open loop: target %s%s ops/s (%s), achieved %s; late %s, dropped '
+                    '%s; latency from the intended start, service time apart'
+                    % tuple(['up to ' if p.get('stages') else ''] + [
+                        r.get(k, '-') for k in ('target', 'arrival', 'achieved', 'late',
+                                                'dropped')])))
+    for line in text.stage_lines(p):
+        out.append(('info', line))
+    for note in p.get('notes', ()):
+        out.append(('info', note))
+    for kind, sample in sorted(p.get('error_samples', {}).items()):
+        out.append(('bad', '%s: %s' % (kind, sample)))
+    srv = (p.get('server_metrics') or {}).get('phase') or {}
+    if srv.get('cpu_pct') is not None:
+        out.append(('info', 'server CPU over the phase: %s%% of one core' % srv['cpu_pct']))
+    return [{'level': lv, 'text': t} for lv, t in out]
+
+
+def phase_view(p, offset):
+    """A phase as the page draws it, ``offset`` seconds into the whole run."""
+    rate = (p.get('rate') or {}).get('target') if not p.get('stages') else None
+    sm = p.get('server_metrics') or {}
+    sc = p.get('syscalls') or {}
+    return {
+        'name': p['name'], 'offset': round(offset, 4), 'seconds': p.get('seconds'),
+        'open_loop': bool(p.get('rate')),
+        'rows': [view_row(r, rate) for r in p.get('timeline') or ()],
+        'server': [server_row(d, d['t']) for d in sm.get('intervals') or ()],
+        'server_charts': sm.get('charts') or [],
+        'bands': _bands(p), 'marks': _marks(p), 'spectra': _spectra(p),
+        'syscalls': [list(kv) for kv in sorted(sc['by_name'].items())] if sc.get('by_name')
+        else None,
+        'syscalls_per_op': sc.get('per_op'), 'syscall_source': sc.get('source'),
+        'notes': _notes(p),
+    }
+
+
+def _fmt(v):
+    return '{:,}'.format(int(v)) if v >= 100 else '%.3g' % v
+
+
+def _verdict(result):
+    """The banner: the exit code and why, then each thing that decided or colours it."""
+    code, why = verdict.judge(result)
+    items = []
+    for v, line in zip(result.get('thresholds') or (), thresholds.lines(
+            result.get('thresholds') or ())):
+        items.append(('good' if v['held'] else 'bad', re.sub(r'\s+', ' ', line)))
+    if result.get('verify'):
+        for line in text.verify_lines(result['verify']):
+            items.append(('bad' if 'LOST' in line or 'NOT DONE' in line else 'good', line))
+    aborted = result.get('aborted')
+    if aborted:
+        items.append(('bad', 'run aborted: %s' % (', '.join(aborted) if isinstance(aborted, list)
+                                                  else aborted)))
+    for p in result['phases']:
+        for line in text.outage_lines(p):
+            items.append(('bad' if 'OUTAGE' in line or 'FAILED' in line else 'info', line))
+        if p.get('errors'):
+            items.append(('bad', '%s: errors by kind: %s' % (p['name'], ', '.join(
+                '%s %s' % (k, _fmt(n)) for k, n in sorted(p['errors'].items())))))
+    seen = set()
+    for w in list(result.get('warnings') or ()) + [w for p in result['phases']
+                                                   for w in p.get('warnings') or ()]:
+        if w.get('message') not in seen:
+            seen.add(w.get('message'))
+            items.append(('warn', 'warning%s: %s' % (' (%s)' % w['phase'] if w.get('phase')
+                                                     else '', w.get('message'))))
+    if why:
+        why = re.sub(r'\s*\(see [^)]*\)|, see [^)]*', '', why)
+    elif 'thresholds' in result:
+        why = 'all %d thresholds held' % len(result['thresholds'])
+    else:
+        why = 'every op succeeded'
+    return {'code': code, 'why': why, 'items': [{'level': lv, 't': t} for lv, t in items]}
+
+
+def view(result):
+    """Everything the page shows of a finished run (or a merge)."""
+    m = result['manifest']
+    phases, offset = [], 0.0
+    for p in result['phases']:
+        phases.append(phase_view(p, offset))
+        rows = p.get('timeline')
+        offset += rows[-1]['t'] if rows else (p.get('seconds') or 0)
+    return {
+        'final': True,
+        'title': 'gloaddriver: %s' % (' '.join(m.get('argv') or []) or m.get('backend')),
+        'headline': _headline(result),
+        'started': m.get('started', ''),
+        'merged_from': m.get('merged_from'),
+        'verdict': _verdict(result),
+        'columns': [c[0] for c in text.COLUMNS],
+        'table': [[is_op, cells] for is_op, cells in text.summary_rows(result)],
+        'phases': phases,
+        'manifest': json.dumps(m, indent=2, sort_keys=True),
+    }
+
+
+def _headline(result):
+    try:
+        return text.headline(result)
+    except (KeyError, TypeError):   # a hand-made or partial manifest: what it has
+        return ' '.join(result['manifest'].get('argv') or [])
+
+
+def live_view(argv, server_charts):
+    """The page of a run that has not closed an interval yet."""
+    return {'final': False, 'title': 'gloaddriver (live): %s' % ' '.join(argv),
+            'headline': 'running: gloaddriver %s' % ' '.join(argv), 'started': '',
+            'merged_from': None, 'verdict': None, 'columns': [], 'table': [],
+            'phases': [], 'server_charts': list(server_charts or ()), 'manifest': ''}
+
+
+def live_message(phase, row, server, rate=None):
+    """One interval of a running phase, as the page appends it."""
+    srv = None
+    if server is not None:   # as the result's server intervals have it
+        srv = server_row(server, row['t'])
+        srv['client_ops_per_sec'] = round(row['attempted'] / row['seconds'], 1) \
+            if row['seconds'] > 0 else None
+    return {'phase': phase, 'row': view_row(row, rate), 'server': srv}

@@ -1,0 +1,37 @@
+"""The exit code of a result and why: the one place it is decided, for the stderr
+line (report.output) and the page's banner (report.dashboard)."""
+from __future__ import absolute_import, division, print_function
+
+from gloaddriver import errors
+
+
+def judge(result):
+    """(exit code, why) of a result: 0 when every op succeeded; 1 when any failed,
+    timed out, the run was aborted or --verify found an acknowledged write lost; 4
+    when a --fail-if threshold failed; 130 when interrupted. The one place the exit
+    code is decided (the stderr line and the HTML banner both say ``why``)."""
+    aborted = result.get('aborted')
+    if aborted == errors.INTERRUPTED or (isinstance(aborted, list) and
+                                         errors.INTERRUPTED in aborted):
+        return errors.EXIT_INTERRUPTED, 'interrupted: the phases so far are reported above'
+    lost = (result.get('verify') or {}).get('acknowledged_lost')
+    if lost:
+        # Before the thresholds: no latency target makes up for data that is gone.
+        return errors.EXIT_OPS_FAILED, ('%d acknowledged writes were lost (--verify, see above)'
+                                        % lost)
+    if 'thresholds' in result and not aborted:
+        # With --fail-if the thresholds alone judge the run.
+        failed = [v for v in result['thresholds'] if not v['held']]
+        if failed:
+            return errors.EXIT_THRESHOLD, ('%d of %d thresholds failed (see above)'
+                                           % (len(failed), len(result['thresholds'])))
+        return errors.EXIT_OK, None
+    if aborted:
+        return errors.EXIT_OPS_FAILED, 'run aborted: %s' % (result['aborted'],)
+    phases = result['phases']
+    bad = sum(p['failed'] + p['timed_out'] for p in phases)
+    if bad:
+        return errors.EXIT_OPS_FAILED, ('%d of %d ops failed or timed out (see the error '
+                                        'lines above)' % (bad, sum(p['attempted']
+                                                                  for p in phases)))
+    return errors.EXIT_OK, None
