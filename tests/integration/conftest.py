@@ -2,6 +2,7 @@
 from __future__ import absolute_import, division, print_function
 
 import itertools
+import json
 import os
 import subprocess
 import sys
