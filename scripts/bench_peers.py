@@ -156,7 +156,8 @@ def run_tarantool(args, say):
                         res = adapter(python, how, {
                             'host': server.host, 'port': server.port, 'user': server.user,
                             'password': server.password, 'space_id': sid, 'concurrency': c,
-                            'ops': ops, 'value_size': args.value_size, 'phases': phases})
+                            'ops': ops, 'value_size': args.value_size, 'phases': phases,
+                            'syscalls': peerlib.COUNT_SYSCALLS})
                     admin.eval(u'box.space[...]:drop()', space)
                     runs.append({'backend': 'tarantool', 'client': name, 'round': r,
                                  'concurrency': c, 'phases': res})
@@ -257,7 +258,7 @@ def run_postgres(args, say):
                         'host': '127.0.0.1', 'port': server.port, 'user': server.user,
                         'password': server.password, 'database': server.database,
                         'table': 'kv', 'keys': args.pg_keys, 'concurrency': n,
-                        'ops': args.pg_ops, 'seed': r + 1})
+                        'ops': args.pg_ops, 'seed': r + 1, 'syscalls': peerlib.COUNT_SYSCALLS})
                 runs.append({'backend': 'postgres', 'client': name, 'round': r,
                              'concurrency': n, 'phases': res})
     return runs
@@ -357,12 +358,19 @@ def main():
     ap.add_argument('--clients', default=None, help='comma-separated client names (default all)')
     ap.add_argument('--extra', default='', help='more gloaddriver flags for Tarantool runs')
     ap.add_argument('--pg-extra', default='', help='more gloaddriver flags for PostgreSQL runs')
+    ap.add_argument('--no-syscalls', action='store_true',
+                    help='count no syscalls (net/op shows -): the tracepoint counters cost '
+                    'each syscall something, which weighs on the clients that make more')
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
     for k in ('python', 'python27', 'peers311', 'peers27'):   # adapters run elsewhere
         setattr(args, k, os.path.abspath(getattr(args, k)))
     args.extra = args.extra.split()
     args.pg_extra = args.pg_extra.split()
+    if args.no_syscalls:
+        peerlib.COUNT_SYSCALLS = False
+        args.extra.append('--no-syscalls')
+        args.pg_extra.append('--no-syscalls')
     out = out_path(args.out, 'peers')
     started = time.strftime('%Y-%m-%d %H:%M')
 

@@ -25,6 +25,11 @@ NETWORK = ('sendto', 'recvfrom', 'sendmsg', 'recvmsg', 'read', 'write', 'readv',
 _NR = {'x86_64': 298, 'aarch64': 241}
 _U64 = struct.Struct('Q')
 OPS = ('insert', 'select', 'update', 'delete')
+# False (bench-peers --no-syscalls, told to each adapter by its arguments): no counters.
+# A counter on the syscall tracepoints puts every syscall of the process on the kernel's
+# slow path, a cost per syscall: it weighs on a client making one or two per op
+# (asynctnt's 1.1 at 100 tasks) more than on one making 0.05 (gloaddriver's).
+COUNT_SYSCALLS = True
 # The clock an adapter times each op with: monotonic and cheap (a vDSO call on 3.x;
 # 2.7, for gtarantool alone, has only time.time, microseconds, fine for a phase).
 now = getattr(time, 'perf_counter', time.time)
@@ -58,7 +63,7 @@ class Syscalls(object):
         self.fds = {}
         root = _tracefs()
         nr = _NR.get(platform.machine())
-        if root is None or nr is None:
+        if root is None or nr is None or not COUNT_SYSCALLS:
             return
         syscall = ctypes.CDLL(None, use_errno=True).syscall
         syscall.restype = ctypes.c_long
@@ -151,7 +156,10 @@ class Phase(object):
 
 def args():
     """The adapter's arguments: one JSON object in argv[1]."""
-    return json.loads(sys.argv[1])
+    global COUNT_SYSCALLS
+    a = json.loads(sys.argv[1])
+    COUNT_SYSCALLS = a.get('syscalls', True)
+    return a
 
 
 def emit(phases, **extra):
