@@ -7,7 +7,12 @@ Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own proce
   (--concurrency, default 1,10,100 greenlets or tasks on one connection) through
   gloaddriver on 3.11 and 2.7 (and on 3.11 with --no-overlap, one send per loop pass),
   the hub-driven style (scripts/peers/hubconn.py),
-  asynctnt + uvloop, aiotarantool and gtarantool (2.7). Each run gets a fresh space.
+  asynctnt + uvloop, aiotarantool and gtarantool (2.7), and at concurrency 1 a plain
+  blocking-socket loop (scripts/peers/tnt_blocking.py): the latency floor. Each run
+  gets a fresh space. Every client times each op: median and p99 per phase, and the
+  latency it adds, "+p50": its median minus the floor's of the same round (the
+  blocking loop at concurrency 1; asynctnt + uvloop at 10 and 100, where N blocking
+  threads would measure the GIL, not the server).
 * PostgreSQL: point selects on a kv table (small values, uniform keys) at
   --pg-conns connections through gloaddriver --prepared, asyncpg + uvloop, psycopg 3,
   a plain gevent + psycopg2 PREPARE/EXECUTE loop, gloaddriver --connector pipelined
@@ -81,39 +86,56 @@ def from_driver(result):
         net = sc.get('network_per_op')
         if net is not None:
             net += sum(counts.get(k, 0) for k in NET_EXTRA) / att
+        lat = p.get('latency_us') or {}
         out.append({'name': p['name'], 'ops': p['attempted'],
                     'errors': p['failed'] + p['timed_out'],
                     'seconds': p['seconds'], 'ops_per_sec': p['ops_per_sec'],
                     'cpu_us_per_op': p.get('cpu_us_per_op'), 'network_per_op': net,
-                    'syscalls_per_op': sc.get('per_op')})
+                    'syscalls_per_op': sc.get('per_op'),
+                    'latency_us': dict((k, lat.get(k)) for k in ('p50', 'p95', 'p99'))
+                    if lat.get('p50') is not None else None})
     return out
 
 
 # -- Tarantool -------------------------------------------------------------------------
 
-def tarantool_clients(args):
+BLOCKING = 'blocking socket loop'
+ASYNCTNT = 'asynctnt+uvloop'
+
+
+def latency_base(backend, concurrency):
+    """The client whose median latency the others' added latency is measured from."""
+    if backend != 'tarantool':
+        return None
+    return BLOCKING if concurrency == 1 else ASYNCTNT
+
+
+def tarantool_clients(args, concurrency):
     c = [(BASE, 'driver', args.python), ('gloaddriver 2.7', 'driver', args.python27),
          # one send per loop pass, no early half-batch flush: the fewest syscalls
          ('gloaddriver --no-overlap', 'driver:--no-overlap', args.python),
          ('hub-driven style', 'tnt_hub.py', args.python),
-         ('asynctnt+uvloop', 'tnt_asynctnt.py3', args.peers311),
+         (ASYNCTNT, 'tnt_asynctnt.py3', args.peers311),
          ('aiotarantool', 'tnt_aiotarantool.py3', args.peers311),
          ('gtarantool 2.7', 'tnt_gtarantool.py', args.peers27)]
+    if concurrency == 1:
+        # The latency floor, only at 1: see tnt_blocking.py for why not at 10 or 100.
+        c.append((BLOCKING, 'tnt_blocking.py', args.python))
     only = set(args.clients.split(',')) if args.clients else None
-    return [x for x in c if only is None or x[0] in only or x[0] == BASE]
+    return [x for x in c if only is None or x[0] in only or x[0] in (BASE, BLOCKING)]
 
 
 def run_tarantool(args, say):
     runs = []
     phases = ['insert', 'select', 'update', 'delete']
     conc = [int(x) for x in args.concurrency.split(',')]
-    clients = tarantool_clients(args)
     with TarantoolServer(wal_mode='none') as server:
         admin = Connection(server.host, server.port, server.user, server.password).connect()
         n = 0
         for r in range(args.rounds):
             for c in conc:
                 ops = args.ops_1 if c == 1 else args.ops
+                clients = tarantool_clients(args, c)
                 order = clients[r % len(clients):] + clients[:r % len(clients)]
                 for name, how, python in order:
                     n += 1
@@ -134,7 +156,8 @@ def run_tarantool(args, say):
                         res = adapter(python, how, {
                             'host': server.host, 'port': server.port, 'user': server.user,
                             'password': server.password, 'space_id': sid, 'concurrency': c,
-                            'ops': ops, 'value_size': args.value_size, 'phases': phases})
+                            'ops': ops, 'value_size': args.value_size, 'phases': phases,
+                            'syscalls': peerlib.COUNT_SYSCALLS})
                     admin.eval(u'box.space[...]:drop()', space)
                     runs.append({'backend': 'tarantool', 'client': name, 'round': r,
                                  'concurrency': c, 'phases': res})
@@ -235,7 +258,7 @@ def run_postgres(args, say):
                         'host': '127.0.0.1', 'port': server.port, 'user': server.user,
                         'password': server.password, 'database': server.database,
                         'table': 'kv', 'keys': args.pg_keys, 'concurrency': n,
-                        'ops': args.pg_ops, 'seed': r + 1})
+                        'ops': args.pg_ops, 'seed': r + 1, 'syscalls': peerlib.COUNT_SYSCALLS})
                 runs.append({'backend': 'postgres', 'client': name, 'round': r,
                              'concurrency': n, 'phases': res})
     return runs
@@ -265,6 +288,12 @@ def summarize(runs):
         base = dict((r['round'], phase(r, name)) for r in runs if r['backend'] == backend and
                     r['concurrency'] == conc and r['client'] == BASE and phase(r, name))
         rates = [p['ops_per_sec'] for _r, p in mine]
+        lat = dict((r, p['latency_us']) for r, p in mine if p.get('latency_us'))
+        floor_client = latency_base(backend, conc)
+        floor = dict((r['round'], phase(r, name)) for r in runs if r['backend'] == backend and
+                     r['concurrency'] == conc and r['client'] == floor_client and
+                     phase(r, name) and phase(r, name).get('latency_us'))
+        added = [lat[r]['p50'] - floor[r]['latency_us']['p50'] for r in lat if r in floor]
         ratios = [p['ops_per_sec'] / base[r]['ops_per_sec'] for r, p in mine
                   if r in base and base[r]['ops_per_sec']]
         cpu = [p['cpu_us_per_op'] for _r, p in mine if p['cpu_us_per_op'] is not None]
@@ -273,6 +302,11 @@ def summarize(runs):
                      'rounds': len(mine), 'ops_per_sec': _median(rates),
                      'ops_per_sec_range': [min(rates), max(rates)],
                      'cpu_us_per_op': _median(cpu), 'network_per_op': _median(net),
+                     'p50_us': _median([x['p50'] for x in lat.values()]),
+                     'p99_us': _median([x['p99'] for x in lat.values()]),
+                     'added_p50_us': _median(added),
+                     'added_p50_range': [min(added), max(added)] if added else None,
+                     'added_vs': floor_client if added else None,
                      'ratio': _median(ratios),
                      'ratio_range': [min(ratios), max(ratios)] if ratios else None,
                      'errors': sum(p['errors'] for _r, p in mine)})
@@ -282,10 +316,14 @@ def summarize(runs):
     return rows
 
 
+def _us(x):
+    return '-' if x is None else '%.0f' % x
+
+
 def print_table(rows):
-    fmt = '%-9s %4s %-7s %-24s %9s %-19s %8s %7s %17s'
-    print(fmt % ('backend', 'conc', 'phase', 'client', 'ops/s', '(range)', 'cpu us', 'net/op',
-                 'x gloaddriver'))
+    fmt = '%-9s %4s %-7s %-24s %9s %-19s %6s %6s %6s %8s %7s %17s'
+    print(fmt % ('backend', 'conc', 'phase', 'client', 'ops/s', '(range)', 'p50us', 'p99us',
+                 '+p50us', 'cpu us', 'net/op', 'x gloaddriver'))
     for x in rows:
         lo, hi = x['ops_per_sec_range']
         ratio = '' if x['ratio'] is None else '%.2fx' % x['ratio']
@@ -294,6 +332,9 @@ def print_table(rows):
         print(fmt % (x['backend'], x['concurrency'], x['phase'], x['client'],
                      '{:,}'.format(int(x['ops_per_sec'])),
                      '%s-%s' % ('{:,}'.format(int(lo)), '{:,}'.format(int(hi))),
+                     _us(x.get('p50_us')), _us(x.get('p99_us')),
+                     '' if x['client'] == x.get('added_vs') else
+                     ('%+.0f' % x['added_p50_us'] if x.get('added_p50_us') is not None else '-'),
                      '-' if x['cpu_us_per_op'] is None else '%.1f' % x['cpu_us_per_op'],
                      '-' if x['network_per_op'] is None else '%.3f' % x['network_per_op'],
                      ratio))
@@ -317,12 +358,19 @@ def main():
     ap.add_argument('--clients', default=None, help='comma-separated client names (default all)')
     ap.add_argument('--extra', default='', help='more gloaddriver flags for Tarantool runs')
     ap.add_argument('--pg-extra', default='', help='more gloaddriver flags for PostgreSQL runs')
+    ap.add_argument('--no-syscalls', action='store_true',
+                    help='count no syscalls (net/op shows -): the tracepoint counters cost '
+                    'each syscall something, which weighs on the clients that make more')
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
     for k in ('python', 'python27', 'peers311', 'peers27'):   # adapters run elsewhere
         setattr(args, k, os.path.abspath(getattr(args, k)))
     args.extra = args.extra.split()
     args.pg_extra = args.pg_extra.split()
+    if args.no_syscalls:
+        peerlib.COUNT_SYSCALLS = False
+        args.extra.append('--no-syscalls')
+        args.pg_extra.append('--no-syscalls')
     out = out_path(args.out, 'peers')
     started = time.strftime('%Y-%m-%d %H:%M')
 
@@ -343,9 +391,13 @@ def main():
               '{:,}'.format(args.ops_1), args.value_size, args.pg_conns,
               '{:,}'.format(args.pg_ops)))
     print_table(rows)
-    print('ops/s: median over rounds (range); cpu us: client CPU per op; net/op: send/recv/'
-          'read/write syscalls per op of the client process; x gloaddriver: median (range) of '
-          'the ratio to gloaddriver on 3.11 in the same round')
+    print('ops/s: median over rounds (range); p50us, p99us: median over rounds of each '
+          "phase's median and p99 op latency (each client times its own ops); +p50us: the "
+          'latency the client adds, median over rounds of its p50 minus that of the %s '
+          '(concurrency 1) or of %s (10, 100) in the same round; cpu us: client CPU per op; '
+          'net/op: send/recv/read/write syscalls per op of the client process; x gloaddriver: '
+          'median (range) of the ratio to gloaddriver on 3.11 in the same round'
+          % (BLOCKING, ASYNCTNT))
     failed = [r for r in runs if r['phases'] is None]
     errors = sum(x['errors'] for x in rows)
     if failed or errors:

@@ -8,7 +8,9 @@ What does not depend on the protocol lives here:
   IP literal, then the protocol's handshake on the new socket (``_handshake``);
 * the outgoing buffer and its flush: the first request after a send schedules one hub
   callback, which sends everything appended in that loop pass with one ``send``; when
-  the kernel's buffer is full, the rest waits for the write watcher;
+  the kernel's buffer is full, the rest waits for the write watcher. A protocol may
+  also call ``_flush`` at once (Tarantool does when nothing else is in flight: there
+  is nothing to batch with, and waiting for the hub would only add latency);
 * a read watcher on the live socket, whose callback the protocol makes (``_reader``);
 * losing the socket: EVERY pending request fails at once (``_fail_pending``), the
   unsent buffer goes with them, and a reconnect loop with backoff takes over; a
@@ -186,7 +188,8 @@ class SharedSocket(object):
 
     def _flush(self):
         """Send everything appended since the last flush: a hub callback (scheduled
-        by the first request after a flush), or called by a reader mid-chunk."""
+        by the first request after a flush), or called by a reader mid-chunk, or by a
+        request that found nothing in flight."""
         io = self._io
         data = self._out
         if io is None or not data:
@@ -212,8 +215,9 @@ class SharedSocket(object):
         if sent < len(data):
             # The kernel's buffer is full: keep the rest in front of what came since,
             # and send when the socket is writable again. No new flush is scheduled
-            # meanwhile (_flush_pending stays set).
+            # meanwhile (_flush_pending stays set, or is set by a direct call's).
             self._out[:0] = memoryview(data)[sent:]
+            self._flush_pending = True
             io[1].start(self._writable)
             return
         self._flush_pending = False

@@ -10,13 +10,13 @@ reconnect.
 """
 from __future__ import absolute_import, division, print_function
 
-import base64
-import hashlib
 import socket
 import struct
 
 import msgpack
 from gevent.hub import Waiter, get_hub
+
+from peerlib import chap_sha1
 
 _HEAD = struct.Struct('>BIBBBBBQ')          # 0xce len | {REQUEST_TYPE: code, SYNC: uint64}
 SELECT, INSERT, UPDATE, DELETE, AUTH = 1, 2, 4, 5, 7
@@ -39,11 +39,7 @@ class HubConnection(object):
         self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
         self.state, self.header = 0, None
         if user:
-            salt = base64.b64decode(greeting[64:108])[:20]
-            h1 = hashlib.sha1(password.encode()).digest()
-            h2 = hashlib.sha1(h1).digest()
-            scramble = bytes(bytearray(a ^ b for a, b in zip(
-                bytearray(h1), bytearray(hashlib.sha1(salt + h2).digest()))))
+            scramble = chap_sha1(greeting, password)
             body = msgpack.packb({0x23: user, 0x21: [u'chap-sha1', scramble]}, use_bin_type=False)
             head = _HEAD.pack(0xce, _HEAD.size - 5 + len(body), 0x82, 0, AUTH, 1, 0xcf, 0)
             sock.sendall(head + body)

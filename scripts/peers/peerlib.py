@@ -1,5 +1,6 @@
 """What every peer adapter shares: its arguments, the workload's keys and values,
-and the per-phase measurement (wall time, client CPU, network syscalls).
+the per-phase measurement (wall time, client CPU, network syscalls, and each op's
+latency: median, p95, p99) and the IPROTO login scramble.
 
 Standard library only, one source for 2.7 and 3.x, so the gevent peers on 2.7 and
 the asyncio peers on 3.x measure alike. Syscalls are counted the way gloaddriver
@@ -8,7 +9,9 @@ process (or another one, by pid: pgbench), exact.
 """
 from __future__ import absolute_import, division, print_function
 
+import base64
 import ctypes
+import hashlib
 import json
 import os
 import platform
@@ -22,6 +25,14 @@ NETWORK = ('sendto', 'recvfrom', 'sendmsg', 'recvmsg', 'read', 'write', 'readv',
 _NR = {'x86_64': 298, 'aarch64': 241}
 _U64 = struct.Struct('Q')
 OPS = ('insert', 'select', 'update', 'delete')
+# False (bench-peers --no-syscalls, told to each adapter by its arguments): no counters.
+# A counter on the syscall tracepoints puts every syscall of the process on the kernel's
+# slow path, a cost per syscall: it weighs on a client making one or two per op
+# (asynctnt's 1.1 at 100 tasks) more than on one making 0.05 (gloaddriver's).
+COUNT_SYSCALLS = True
+# The clock an adapter times each op with: monotonic and cheap (a vDSO call on 3.x;
+# 2.7, for gtarantool alone, has only time.time, microseconds, fine for a phase).
+now = getattr(time, 'perf_counter', time.time)
 
 
 class _Attr(ctypes.Structure):
@@ -52,7 +63,7 @@ class Syscalls(object):
         self.fds = {}
         root = _tracefs()
         nr = _NR.get(platform.machine())
-        if root is None or nr is None:
+        if root is None or nr is None or not COUNT_SYSCALLS:
             return
         syscall = ctypes.CDLL(None, use_errno=True).syscall
         syscall.restype = ctypes.c_long
@@ -96,6 +107,27 @@ def cpu():
     return r.ru_utime + r.ru_stime
 
 
+def latency_us(samples):
+    """Median, p95 and p99 of op times (seconds), in microseconds; None when none."""
+    if not samples:
+        return None
+    xs = sorted(samples)
+    n = len(xs)
+
+    def q(f):
+        return xs[min(n - 1, int(f * n))] * 1e6
+    return {'p50': q(0.5), 'p95': q(0.95), 'p99': q(0.99)}
+
+
+def chap_sha1(greeting, password):
+    """The chap-sha1 scramble of ``password`` for the salt in Tarantool's greeting."""
+    salt = base64.b64decode(greeting[64:108])[:20]
+    h1 = hashlib.sha1(password.encode()).digest()
+    h2 = hashlib.sha1(h1).digest()
+    return bytes(bytearray(a ^ b for a, b in zip(
+        bytearray(h1), bytearray(hashlib.sha1(salt + h2).digest()))))
+
+
 class Phase(object):
     """Measures one phase: ``start()``, run the ops, ``stop(ops, errors)`` -> a result dict."""
 
@@ -108,7 +140,8 @@ class Phase(object):
         self.c0 = cpu()
         self.t0 = time.time()
 
-    def stop(self, ops, errors=0):
+    def stop(self, ops, errors=0, latencies=None):
+        """``latencies``: each op's time in seconds (``now()`` before and after)."""
         seconds = time.time() - self.t0
         cpu_s = cpu() - self.c0
         counts = self.counter.delta(self.s0, self.counter.snapshot())
@@ -118,12 +151,15 @@ class Phase(object):
                 'cpu_us_per_op': cpu_s * 1e6 / ops if ops else None,
                 'network_per_op': None if net is None else net / ops,
                 'syscalls_per_op': None if counts is None else counts['total'] / ops,
-                'syscalls': counts}
+                'syscalls': counts, 'latency_us': latency_us(latencies)}
 
 
 def args():
     """The adapter's arguments: one JSON object in argv[1]."""
-    return json.loads(sys.argv[1])
+    global COUNT_SYSCALLS
+    a = json.loads(sys.argv[1])
+    COUNT_SYSCALLS = a.get('syscalls', True)
+    return a
 
 
 def emit(phases, **extra):

@@ -68,18 +68,22 @@ async def run(a, aiotarantool):
         keys = iter(range(n))
         errors = 0
         fn = do[name]
+        lat = []
 
         async def worker():
             nonlocal errors
+            now, add = peerlib.now, lat.append
             for k in keys:
+                t0 = now()
                 try:
                     await fn(k)
                 except Exception:
                     errors += 1
+                add(now() - t0)
         ph = peerlib.Phase(name, counter)
         ph.start()
         await asyncio.gather(*[worker() for _ in range(conc)])
-        out.append(ph.stop(n, errors))
+        out.append(ph.stop(n, errors, lat))
     await conn.close()
     return out
 

@@ -29,17 +29,21 @@ def main():
         keys = iter(range(n))
         errors = [0]
         fn = do[name]
+        lat = []
 
         def worker():
+            now, add = peerlib.now, lat.append
             for k in keys:
+                t0 = now()
                 try:
                     fn(k)
                 except Exception:
                     errors[0] += 1
+                add(now() - t0)
         ph = peerlib.Phase(name, counter)
         ph.start()
         gevent.joinall([gevent.spawn(worker) for _ in range(conc)])
-        out.append(ph.stop(n, errors[0]))
+        out.append(ph.stop(n, errors[0], lat))
     peerlib.emit(out, client='hub-driven style (scripts/peers/hubconn.py), Python %d.%d'
                  % sys.version_info[:2])
 

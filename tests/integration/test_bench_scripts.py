@@ -152,15 +152,28 @@ def test_bench_peers_table_and_json(tmpdir):
     rc, out, err = run('bench_peers.py', [
         '--python', sys.executable, '--python27', sys.executable, '--peers311', 'none',
         '--peers27', 'none', '--backends', 'tarantool', '--clients',
-        'hub-driven style,gloaddriver --no-overlap', '--concurrency', '10', '--rounds', '1',
-        '--ops', '300', '--out', path])
+        'hub-driven style,gloaddriver --no-overlap', '--concurrency', '1,10', '--rounds', '1',
+        '--ops', '300', '--ops-1', '200', '--out', path])
     assert rc == 0, err
     data = json.load(open(path))
-    assert len(data['runs']) == 3 and all(r['phases'] for r in data['runs'])
+    # At 1: the three and the blocking-socket loop (always there: the latency floor).
+    assert len(data['runs']) == 7 and all(r['phases'] for r in data['runs'])
     rows = data['table']
-    assert len(rows) == 12 and all(r['errors'] == 0 for r in rows)
-    assert all(r['ratio'] > 0 for r in rows) and 'x gloaddriver' in out
+    assert len(rows) == 28 and all(r['errors'] == 0 for r in rows)
+    assert all(r['ratio'] > 0 for r in rows) and 'x gloaddriver' in out and '+p50us' in out
     for r in rows:
+        # Every client timed its ops; the added latency is against the blocking loop at
+        # 1 (its own is 0), and has no floor at 10 without asynctnt.
+        assert 0 < r['p50_us'] <= r['p99_us'], r
+        if r['concurrency'] == 1:
+            assert r['added_vs'] == 'blocking socket loop' and r['added_p50_us'] is not None, r
+            if r['client'] == 'blocking socket loop':
+                assert r['added_p50_us'] == 0, r
+        else:
+            assert r['added_p50_us'] is None, r
+    for r in rows:
+        if r['concurrency'] == 1:
+            continue
         # Where the syscall counters work: one send and one recv per batch of 10, or
         # with overlap per half of it.
         bound = 0.45 if r['client'] == 'gloaddriver' else 0.25

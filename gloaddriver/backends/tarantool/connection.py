@@ -4,7 +4,10 @@ How a request travels (docs/connectors.md says why):
 
 * the caller encodes its frame straight into the shared outgoing bytearray,
   files its own greenlet under its sync id, schedules one hub callback if no
-  flush is pending, and parks by switching to the hub;
+  flush is pending, and parks by switching to the hub. A request that finds
+  nothing else in flight is sent at once instead: no reply is due that could
+  wake another caller to batch with it, so a wait would only add latency (one
+  greenlet, or the first of a burst);
 * that callback sends the whole buffer with one ``send``. No timer is needed
   for batching: every caller woken in one loop pass appends its next request
   before the hub runs its callbacks, so one send carries the whole batch
@@ -149,9 +152,14 @@ class Connection(SharedSocket):
         self._sync = sync = self._sync + 1
         encode(self._out, sync, *args)
         waiters = self._waiters
+        idle = not waiters
         waiters[sync] = getcurrent()
         self.requests += 1
-        if not self._flush_pending:
+        if idle:
+            # Nothing else in flight: no reply is coming that would wake another
+            # caller to batch with, so waiting for the hub would only add latency.
+            self._flush()
+        elif not self._flush_pending:
             # First request since the last flush: one hub callback sends them
             # all, after every caller woken in this loop pass has appended.
             self._flush_pending = True
@@ -169,9 +177,12 @@ class Connection(SharedSocket):
                           P.SYNC, 0xcf, sync)
         out += body
         waiters = self._waiters
+        idle = not waiters
         waiters[sync] = getcurrent()
         self.requests += 1
-        if not self._flush_pending:
+        if idle:
+            self._flush()    # nothing in flight: send now (see rows_request)
+        elif not self._flush_pending:
             self._flush_pending = True
             self._callback(self._flush)
         return _await_reply(self._hub, waiters, sync)
