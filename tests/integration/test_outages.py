@@ -91,7 +91,9 @@ def test_an_interrupt_reports_what_ran_and_exits_130(sig, tmpdir):
     (phase,) = res['phases']          # the insert phase in progress, ended early
     assert phase['name'] == 'insert' and phase['attempted'] > 0
     assert_accounted(res)
-    assert 2.5 < phase['seconds'] < 5 and html > 1000 and 'insert' in out
+    # Ended at the signal, not at its 20 s; how much of the 3.5 s the phase had depends
+    # on how long the spawn and connect took on the machine of the moment.
+    assert 0 < phase['seconds'] < 5 and html > 1000 and 'insert' in out
 
 
 def test_an_interrupt_with_processes_merges_what_ran(tmpdir):
