@@ -250,6 +250,15 @@ _LISTEN = re.compile(r'^(?:(\[[0-9A-Fa-f:.]+\]|[^:/\s\[\]]+):)?([0-9]+)$')
 _PREFIX = re.compile(r'^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$')
 
 
+def _listen(flag, text, default_host, examples):
+    """(host, port) of a PORT or HOST:PORT to listen on; one line when it is neither."""
+    m = _LISTEN.match(text)
+    if not m:
+        raise errors.ConfigError('%s takes PORT or HOST:PORT, e.g. %s; got %r'
+                                 % (flag, examples, text))
+    return (m.group(1) or default_host).strip('[]'), _port(flag, text, m.group(2))
+
+
 def _port(flag, text, digits):
     port = int(digits)
     if not 1 <= port <= 65535:
@@ -300,12 +309,7 @@ def _live(args):
     prometheus = None
     if args.prometheus_port:
         text = args.prometheus_port
-        m = _LISTEN.match(text)
-        if not m:
-            raise errors.ConfigError('--prometheus-port takes PORT or HOST:PORT, e.g. 9100 or '
-                                     '127.0.0.1:9100; got %r' % text)
-        host = (m.group(1) or '').strip('[]')
-        port = _port('--prometheus-port', text, m.group(2))
+        host, port = _listen('--prometheus-port', text, '', '9100 or 127.0.0.1:9100')
         # --processes P serves one endpoint per process, on PORT .. PORT+P-1.
         last = port + args.processes - 1
         if last > 65535:
@@ -329,12 +333,7 @@ def _web(args):
             raise errors.ConfigError('--web-keep goes with --web [HOST:]PORT')
         return None
     text = args.web
-    m = _LISTEN.match(text)
-    if not m:
-        raise errors.ConfigError('--web takes PORT or HOST:PORT, e.g. 8090 or 0.0.0.0:8090; '
-                                 'got %r' % text)
-    host = (m.group(1) or '127.0.0.1').strip('[]')
-    port = _port('--web', text, m.group(2))
+    host, port = _listen('--web', text, '127.0.0.1', '8090 or 0.0.0.0:8090')
     if args.processes > 1:
         raise errors.ConfigError('--web serves one process: run it without --processes')
     try:
