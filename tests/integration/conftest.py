@@ -51,7 +51,15 @@ def create_space(server, name=None):
 
 @pytest.fixture
 def space(tarantool):
-    return create_space(tarantool)
+    name = create_space(tarantool)
+    yield name
+    # Dropped after the test: the session's server is shared by the whole suite, and
+    # time-bounded runs on a fast machine would fill its memory with their inserts.
+    conn = connect(tarantool)
+    try:
+        conn.eval(u"box.space[...]:drop()", name)
+    finally:
+        conn.close()
 
 
 def run_cli(args, server=None, env=None, timeout=300):
