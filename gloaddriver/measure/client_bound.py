@@ -38,6 +38,8 @@ def phase_warnings(phase):
             '%s: the driver was busy %.0f%% of one core (CPU %.0f%%%s): these figures are '
             'the client\'s limit, not the server\'s; add --processes or greenlets elsewhere'
             % (name, busy * 100, (load.get('cpu') or 0) * 100,
+               ', waiting for a CPU %.0f%%: other work on this machine' % (waiting * 100)
+               if waiting and waiting >= 0.1 else
                ', waiting for a CPU %.0f%%' % (waiting * 100) if waiting else '')))
     rate = phase.get('rate')
     if rate and rate.get('target') and rate.get('achieved') is not None and \
