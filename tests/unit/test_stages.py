@@ -255,8 +255,9 @@ def test_active_greenlets_follow_the_targets_and_every_op_is_accounted_for():
         assert abs(x['mean_active'] - target) < 1.0, s
         assert x['ops_per_sec'] > 0 and x['p99_us'] > 0 and x['seconds'] > 0.25
     stages_add_up(p)
-    # more greenlets, more ops: the held stage runs at about twice the ramps' rate
-    assert s[1]['ops_per_sec'] > 1.4 * s[0]['ops_per_sec']
+    # more greenlets, more ops: the held stage (8) runs faster than the ramp (4 on average);
+    # about twice on a quiet machine, less where the sleeps of a busy one come late
+    assert s[1]['ops_per_sec'] > 1.1 * s[0]['ops_per_sec']
 
 
 def test_a_staged_mix_and_a_ceiling_above_the_targets():
