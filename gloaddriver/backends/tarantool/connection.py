@@ -7,7 +7,7 @@ How a request travels (docs/connectors.md says why):
   flush is pending, and parks by switching to the hub. A request that finds
   nothing else in flight is sent at once instead: no reply is due that could
   wake another caller to batch with it, so a wait would only add latency (one
-  greenlet, or the first of a burst);
+  greenlet, or the first of a burst; not with --no-overlap, one send per pass);
 * that callback sends the whole buffer with one ``send``. No timer is needed
   for batching: every caller woken in one loop pass appends its next request
   before the hub runs its callbacks, so one send carries the whole batch
@@ -152,12 +152,14 @@ class Connection(SharedSocket):
         self._sync = sync = self._sync + 1
         encode(self._out, sync, *args)
         waiters = self._waiters
-        idle = not waiters
+        # Nothing else in flight: no reply is coming that would wake another caller to
+        # batch with, so waiting for the hub would only add latency. Not with
+        # --no-overlap, which keeps one send per loop pass: a request sent alone at the
+        # start would split a closed loop's callers into two trains for good.
+        idle = not waiters and self.overlap
         waiters[sync] = getcurrent()
         self.requests += 1
         if idle:
-            # Nothing else in flight: no reply is coming that would wake another
-            # caller to batch with, so waiting for the hub would only add latency.
             self._flush()
         elif not self._flush_pending:
             # First request since the last flush: one hub callback sends them
@@ -177,11 +179,11 @@ class Connection(SharedSocket):
                           P.SYNC, 0xcf, sync)
         out += body
         waiters = self._waiters
-        idle = not waiters
+        idle = not waiters and self.overlap   # nothing in flight: send now (rows_request)
         waiters[sync] = getcurrent()
         self.requests += 1
         if idle:
-            self._flush()    # nothing in flight: send now (see rows_request)
+            self._flush()
         elif not self._flush_pending:
             self._flush_pending = True
             self._callback(self._flush)
