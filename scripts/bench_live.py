@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
-import socket
 import sys
 import threading
 
@@ -21,6 +20,7 @@ from benchlib import ROOT, driver, median, out_path
 
 sys.path.insert(0, ROOT)
 
+from gloaddriver.backends.spawn import free_port  # noqa: E402
 from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
 from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
 
@@ -28,14 +28,6 @@ try:
     from urllib.request import urlopen
 except ImportError:  # pragma: no cover - Python 2
     from urllib2 import urlopen
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Scraper(threading.Thread):

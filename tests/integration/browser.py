@@ -15,6 +15,8 @@ import subprocess
 import tempfile
 import time
 
+from gloaddriver.backends.spawn import free_port
+
 try:
     from urllib.request import Request, urlopen
     from urllib.error import HTTPError, URLError
@@ -39,17 +41,9 @@ def missing():
     return None
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 class Browser(object):
     def __init__(self):
-        self.port = _free_port()
+        self.port = free_port()
         self.profile = tempfile.mkdtemp(prefix='gloaddriver-chromium-')
         self.driver = subprocess.Popen([CHROMEDRIVER, '--port=%d' % self.port],
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -18,6 +18,7 @@ try:
 except ImportError:   # Python 2
     from urllib2 import urlopen
 
+from gloaddriver.backends.spawn import free_port
 from tests.integration import browser
 from tests.integration.conftest import ROOT, assert_accounted, run_cli
 
@@ -51,12 +52,15 @@ def chromium():
     b.close()
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+def _ended(p, errf):
+    """The driver's stderr, once it has ended (killed if a failed check left it running)."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+    errf.seek(0)
+    err = errf.read()
+    errf.close()
+    return err
 
 
 def _until(fn, what, limit=30):
@@ -78,7 +82,7 @@ def _listening(port):
 
 
 def test_the_live_page_moves_during_the_run_and_ends_as_the_result(chromium, tmpdir):
-    port = _free_port()
+    port = free_port()
     out = str(tmpdir.join('r.json'))
     errf = open(str(tmpdir.join('stderr')), 'w+')
     p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--spawn', '--greenlets', '4',
@@ -106,12 +110,7 @@ def test_the_live_page_moves_during_the_run_and_ends_as_the_result(chromium, tmp
         assert attempted(second) > n1 and second['points'] > points1, (first, second)
         stdout, _e = p.communicate()   # the driver ends by itself after its phases
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    errf.seek(0)
-    err = errf.read()
-    errf.close()
+        err = _ended(p, errf)
     assert p.returncode == 0, err
     assert 'live dashboard: %s' % url in err.splitlines()[0]
     with open(out) as f:
@@ -152,7 +151,7 @@ def test_a_bad_web_flag_is_one_line_before_the_run():
 
 
 def test_web_keep_serves_the_final_report_until_ctrl_c(tmpdir):
-    port = _free_port()
+    port = free_port()
     errf = open(str(tmpdir.join('stderr')), 'w+')
     p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--spawn', '--greenlets', '4',
                           '--phases', 'insert', '--ops', '2000', '--progress', '0',
@@ -170,11 +169,6 @@ def test_web_keep_serves_the_final_report_until_ctrl_c(tmpdir):
         p.send_signal(signal.SIGINT)
         p.communicate()
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    errf.seek(0)
-    err = errf.read()
-    errf.close()
+        err = _ended(p, errf)
     assert p.returncode == 0, err
     assert 'Traceback' not in err and 'KeyboardInterrupt' not in err, err
