@@ -3,9 +3,10 @@
 Each child is this same driver with ``--shard i/P`` (disjoint keys, so phases
 need no cross-process ordering) and its share of ``--ops``. Children connect
 and prepare, say they are ready, and wait on stdin until every one is; then
-all start at once. Their JSON results are merged with ``results.merge``:
-counts and syscall counts add up, histograms are added (exact percentiles),
-rates of processes that ran side by side add up. The per-process results stay
+all start at once. Their JSON results are merged with ``run_result.merge``
+(measure/), as ``gloaddriver merge`` does: counts, exact latency sums and syscall
+counts add up, histograms are added (exact percentiles), rates of processes that
+ran side by side add up. The per-process results stay
 in the JSON under ``processes``.
 """
 from __future__ import absolute_import, division, print_function
@@ -104,7 +105,8 @@ def _run_children(children, interrupted, on_go=None):
 
 def run(config, argv, out=None):
     from gloaddriver import backends
-    from gloaddriver.report import output, results
+    from gloaddriver.measure import run_result
+    from gloaddriver.report import output
     kind = backends.get(config.backend)
     load = config.load
     if load.shard:
@@ -161,17 +163,12 @@ def run(config, argv, out=None):
                 children, interrupted, injector.begin if injector is not None else None)
         if not parts:
             raise KeyboardInterrupt()   # interrupted before any child had measured
-        merged = results.merge(parts)
-        if interrupted:
-            merged['aborted'] = errors.INTERRUPTED
-        merged['manifest']['processes'] = n
-        merged['manifest']['argv'] = list(config.argv)
+        own = {'processes': n, 'argv': list(config.argv)}   # over the first child's
         if server is not None:
-            merged['manifest']['server'] = dict(parts[0]['manifest']['server'],
-                                                **server.settings())
-        merged['processes'] = parts
-        if injector is not None:
-            merged['faults'] = injector.describe()
+            own['server'] = dict(parts[0]['manifest']['server'], **server.settings())
+        merged = run_result.merge(
+            parts, aborted=errors.INTERRUPTED if interrupted else None, manifest=own,
+            faults=injector.describe() if injector is not None else None, processes=parts)
         output.write(merged, config.output.json, config.output.html, out, notes=[
             '%d processes, merged: rates add up, percentiles from the summed histograms' % n],
             fail_if=config.output.fail_if, csv_prefix=config.output.csv)

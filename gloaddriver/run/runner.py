@@ -19,6 +19,7 @@ from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats, syscalls
 from gloaddriver.measure.ledger import Ledger
 from gloaddriver.measure.outages import OutageWatch
+from gloaddriver.measure.phase_result import PhaseResult
 from gloaddriver.run import verify
 from gloaddriver.measure.server_metrics import Poller
 from gloaddriver.measure.timeline import Timeline
@@ -433,9 +434,9 @@ class Run(object):
         # syscall per profiled call: the profiler's, not the client's.
         excluded = ('clock_gettime',) if (self.profiler is not None and
                                           self.profiler.clock == 'cpu') else ()
-        result = shape.from_ops(spec.name, ops, window, self.counter.reason,
-                                (cfg.rate, cfg.arrival, cfg.latency_limit) if cfg.rate else None,
-                                excluded)
+        result = PhaseResult.recorded(
+            spec.name, ops, window, self.counter.reason,
+            (cfg.rate, cfg.arrival, cfg.latency_limit) if cfg.rate else None, excluded)
         result['timeline'] = rows
         if ramp is not None:
             result['stages'] = ramp.finish(window.t1, rows)

@@ -6,7 +6,7 @@ Every error a user can cause ends here as one line and an exit code
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver import backends, errors
-from gloaddriver.measure import client_bound, manifest
+from gloaddriver.measure import manifest, run_result
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.report import live as live_out
 from gloaddriver.report import output
@@ -65,21 +65,16 @@ def run(config, out=None):
                 phases = the_run.execute()
             aborted = the_run.aborted
             verified = the_run.verified
-        result = {
-            'manifest': manifest.build(config, kind, backend, settings, counter,
-                                       profiler.describe() if profiler is not None else None),
-            'phases': phases,
-            'aborted': aborted,
-            'warnings': client_bound.collect(phases),
-        }
-        if injector is not None:
-            result['faults'] = injector.describe()
-        if verified is not None:
-            result['verify'] = verified
         if live is not None:
             # Closed before the result is written, so that what it dropped is in it.
-            result['live'] = live.close()
-            live = None
+            dropped, live = live.close(), None
+        else:
+            dropped = None
+        result = run_result.build(
+            manifest.build(config, kind, backend, settings, counter,
+                           profiler.describe() if profiler is not None else None),
+            phases, aborted, verify=verified,
+            faults=injector.describe() if injector is not None else None, live=dropped)
         output.write(result, config.output.json, config.output.html, out,
                      fail_if=config.output.fail_if, csv_prefix=config.output.csv)
         if web is not None:

@@ -1,5 +1,5 @@
 """``gloaddriver merge`` (gloaddriver.report.results.merge) on results of the in-memory
-backend, and on phases shaped by hand with gloaddriver.measure.phase: counts and rates
+backend, and on phases recorded by hand into gloaddriver.measure.phase_result: counts and rates
 add up, percentiles come from the summed histograms, never from averaged percentiles."""
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ import gevent
 from gloaddriver import backends
 from gloaddriver import config as configuration
 from gloaddriver.measure import manifest
-from gloaddriver.measure import phase as shape
+from gloaddriver.measure.phase_result import PhaseResult
 from gloaddriver.measure import stats
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.report import results
@@ -53,7 +53,7 @@ def shaped(latencies, seconds=1.0, syscalls=None, name='select'):
         st.lat[us] += n
         st.attempted += n
     st.drain()
-    return shape.from_ops(name, [st], Window(seconds, 0.01, syscalls, None), None)
+    return PhaseResult.recorded(name, [st], Window(seconds, 0.01, syscalls, None), None)
 
 
 def result(*phases):

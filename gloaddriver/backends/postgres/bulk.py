@@ -22,9 +22,9 @@ from gloaddriver import errors
 from gloaddriver._compat import clock, text_type
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres import pool as pgpool
-from gloaddriver.measure import client_bound
-from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats
+from gloaddriver.measure.phase import Window
+from gloaddriver.measure.phase_result import Counts, PhaseResult
 
 ROW_CONNECT_CAP = 1000    # with --method all: a new connection per row is ~100 rows/s
 PAGE = 1000
@@ -132,7 +132,7 @@ class BulkLoader(base.Backend):
         st.attempted = n
         green = True
         error = None
-        window = shape.Window(self.counter).open()
+        window = Window(self.counter).open()
         try:
             if method == 'copy':
                 green = False
@@ -158,22 +158,20 @@ class BulkLoader(base.Backend):
             errs[kind] = failed
             samples[kind] = pgpool.scrub(error, self.password) if error else 'rows missing'
         # Latencies are per statement here; ok counts the rows found afterwards.
-        res = shape.counts(n, loaded, errs, 0, samples, 0, window.seconds, st.hist, st.sum_us)
+        counts = Counts(n, loaded, errs, 0, window.seconds, st.hist, st.sum_us, samples)
+        res = PhaseResult.measured(
+            'bulk:' + method, counts, window, self.counter.reason,
+            batching_block={'source': 'workload', 'requests_per_send': None,
+                            'responses_per_recv': None,
+                            'rows_per_statement': round(n / statements, 1) if statements
+                            else None})
         if not green:
             res['notes'] = ['ran outside green mode (psycopg2 cannot COPY with a wait '
                             'callback): this process\'s hub was blocked for %.2f s'
                             % window.seconds]
-        res.update(name='bulk:' + method, latency_of='statement', statements=statements,
-                   green=green, cpu_us_per_op=shape.per_op_us(window.cpu, n),
-                   client=shape.client_load(window),
-                   rows_per_sec=res['ok_per_sec'],
-                   syscalls=shape.syscall_block(window.syscalls, None, n, self.counter.reason),
-                   batching={'source': 'workload', 'requests_per_send': None,
-                             'responses_per_recv': None,
-                             'rows_per_statement': round(n / statements, 1) if statements
-                             else None})
-        res['warnings'] = client_bound.phase_warnings(res)
-        return res
+        res.update(latency_of='statement', statements=statements, green=green,
+                   rows_per_sec=res['ok_per_sec'])
+        return res.judge()
 
     # -- the methods: each returns the number of statements it sent ----------------
 

@@ -1,0 +1,63 @@
+"""A whole run's result, built in one place: by a run, by ``--processes`` from its
+children's results, and by ``gloaddriver merge`` from shards that ran together.
+
+A result is ``{manifest, phases, aborted, warnings}`` and, where they apply,
+``verify``, ``faults``, ``live``; a merge adds ``parts`` (each part's manifest) and,
+under --processes, ``processes`` (each child's whole result). Phases are
+measure.phase_result.PhaseResult blocks; a merge joins the phases of the same name.
+"""
+from __future__ import absolute_import, division, print_function
+
+from gloaddriver.measure import client_bound
+from gloaddriver.measure.phase_result import PhaseResult
+
+
+def build(manifest, phases, aborted=None, verify=None, faults=None, live=None):
+    """The result of one run (or of a merge, whose parts' figures are already in
+    ``phases``): the run's warnings are its phases' warnings, in phase order."""
+    phases = list(phases)
+    result = {'manifest': manifest, 'phases': phases, 'aborted': aborted,
+              'warnings': client_bound.collect(phases)}
+    for key, value in (('verify', verify), ('faults', faults), ('live', live)):
+        if value is not None:
+            result[key] = value
+    return result
+
+
+def merge(results, aborted=None, manifest=None, faults=None, processes=None):
+    """One result from results of parts that ran together. ``aborted`` (the whole
+    run's reason) stands for the parts' list; ``manifest`` has fields over the first
+    part's; ``processes`` keeps the parts' whole results."""
+    by_name, order = {}, []
+    for r in results:
+        for p in r['phases']:
+            if p['name'] not in by_name:
+                by_name[p['name']] = []
+                order.append(p['name'])
+            by_name[p['name']].append(p)
+    if aborted is None:
+        aborted = [r.get('aborted') for r in results if r.get('aborted')] or None
+    verified = [r['verify'] for r in results if r.get('verify')]
+    out = build(dict(results[0]['manifest'], merged_from=len(results),
+                     shards=[r['manifest'].get('shard') for r in results], **(manifest or {})),
+                [PhaseResult.merged(name, by_name[name]) for name in order], aborted,
+                _merge_verify(verified) if verified else None, faults)
+    out['parts'] = [r['manifest'] for r in results]
+    if processes is not None:
+        out['processes'] = processes
+    return out
+
+
+def _merge_verify(parts):
+    """Each part read back its own keys: the counts add up."""
+    out = {'examples': {}, 'notes': ['each process read back the keys it wrote']}
+    for v in parts:
+        for k, n in v.items():
+            if isinstance(n, (int, float)) and not isinstance(n, bool):
+                out[k] = out.get(k, 0) + n
+        for k, keys in v.get('examples', {}).items():
+            out['examples'][k] = (out['examples'].get(k, []) + keys)[:5]
+    errs = [v['error'] for v in parts if v.get('error')]
+    if errs:
+        out['error'] = errs[0]
+    return out
