@@ -39,8 +39,8 @@ end ``close()``. Its rules:
 * A result must be packable by msgpack (list, tuple, int, text, bytes, None;
   or iterable) for ``--checksum``.
 * A backend whose work is not one op per key (a bulk loader) returns its own
-  phase results from ``run_phases()``, shaped by
-  ``gloaddriver.measure.phase``; every other backend returns None there and
+  phase results from ``run_phases()``, made by
+  ``gloaddriver.measure.phase_result``; every other backend returns None there and
   the runner drives it.
 """
 from __future__ import absolute_import, division, print_function
