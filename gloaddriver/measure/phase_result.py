@@ -66,17 +66,13 @@ class Counts(object):
     @classmethod
     def recorded(cls, ops, seconds, open_loop=False):
         """From the per-op stats of a phase (all of them, or one op's)."""
-        hist = stats.new_histogram()
-        for st in ops:
-            hist.add(st.hist)
+        hist = _added([st.hist for st in ops])
         sum_us = sum(st.sum_us for st in ops)
         service = None
         ok = hist.get_total_count()
         if open_loop:
             service = (hist, sum_us)
-            hist = stats.new_histogram()
-            for st in ops:
-                hist.add(st.hist_co)
+            hist = _added([st.hist_co for st in ops])
             sum_us = sum(st.sum_co for st in ops)
         samples, origins = {}, {}
         for st in ops:
@@ -112,15 +108,11 @@ class Counts(object):
     def merged(cls, parts):
         """Of parts that ran side by side: their counts, sums and histograms add up,
         their rates too; the wall time is the longest part's."""
-        hist = stats.new_histogram()
-        for p in parts:
-            hist.add(p.hist)
+        hist = _added([p.hist for p in parts])
         service = None
         if all(p.service is not None for p in parts):
-            s_hist = stats.new_histogram()
-            for p in parts:
-                s_hist.add(p.service[0])
-            service = (s_hist, sum(p.service[1] for p in parts))
+            service = (_added([p.service[0] for p in parts]),
+                       sum(p.service[1] for p in parts))
         samples, origins = {}, {}
         for p in parts:
             for k, v in p.samples.items():
@@ -159,6 +151,16 @@ class Counts(object):
             if self.exact:
                 out['service_sum_us'] = int(s_sum)
         return out
+
+
+def _added(hists):
+    """One histogram of several; one alone is taken as it is (no Counts changes one)."""
+    if len(hists) == 1:
+        return hists[0]
+    out = stats.new_histogram()
+    for h in hists:
+        out.add(h)
+    return out
 
 
 def _loaded_latency(block, hist_key, summary_key, sum_key):

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 from gloaddriver import errors
 from gloaddriver.measure import manifest, run_result, stats
-from gloaddriver.measure.phase_result import PhaseResult
+from gloaddriver.measure.phase_result import Counts, PhaseResult
 from tests import result_schema
 from tests.unit.test_merge import _part, together
 
@@ -209,3 +209,28 @@ def test_older_files_without_exact_sums_still_merge():
     # A merge of a merge of old files estimates again, from the rounded mean.
     again = run_result.merge([merged])['phases'][0]
     assert 'latency_sum_us' not in again and again['latency_us'] == p['latency_us']
+
+
+def test_a_bulk_phase_counts_rows_and_times_statements_through_a_merge():
+    """ok is rows found, latency per statement (the bulk loader): the mean divides by
+    the statements, in the phase and after a merge, old file or new."""
+    parts = []
+    for stmts in ([1000, 3000], [2000]):
+        st = stats.OpStats('copy')
+        for us in stmts:
+            st.lat[us] += 1
+        st.drain()
+        counts = Counts(5000, 5000, {}, 0, 2.0, st.hist, st.sum_us)
+        phase = PhaseResult.measured('bulk:copy', counts, Window(2.0, 0.5, None, None), None,
+                                     batching_block={'source': 'workload',
+                                                     'requests_per_send': None,
+                                                     'responses_per_recv': None})
+        assert phase['latency_us']['mean'] == sum(stmts) / len(stmts)
+        assert phase['ok'] == 5000 and phase['ops_per_sec'] == 2500.0
+        parts.append(json.loads(json.dumps(phase)))
+    merged = PhaseResult.merged('bulk:copy', parts)
+    assert merged['latency_us']['mean'] == 2000.0 and merged['ok'] == 10000
+    for p in parts:
+        del p['latency_sum_us']
+    assert PhaseResult.merged('bulk:copy', parts[:1])['latency_us']['mean'] == 2000.0
+    assert PhaseResult.merged('bulk:copy', parts)['latency_us']['mean'] == 2000.0
