@@ -81,70 +81,70 @@ class ReplyParser(object):
         self._error = None
 
     def feed(self, chunk):
-        """The replies ``chunk`` completes, in stream order: a list of rows (list),
-        row counts (int) and errors (ServerError). The per-reply loop of every
-        pipelined run: one call per chunk, no Python call per message."""
+        """The replies ``chunk`` (bytes) completes, in stream order: a list of rows
+        (list), row counts (int) and errors (ServerError). The per-reply loop of
+        every pipelined run: one call per chunk, no Python call per message."""
         if self.fatal is not None:
             return []
-        try:
-            return self._parse(chunk)
-        except ProtocolError:
-            raise
-        except Exception as e:
-            raise ProtocolError('cannot parse the reply stream from %s: %s: %s'
-                                % (self.source, e.__class__.__name__, e))
-
-    def _parse(self, chunk):
         unpack_I = _I.unpack_from
         unpack_IH = _IH.unpack_from
         unpack_i = _i.unpack_from
         replies = []
+        append = replies.append
         tail = self._tail
         data = tail + chunk if tail else chunk
         end = len(data)
         pos = 0
         rows, count, error = self._rows, self._count, self._error
-        while end - pos >= 5:
-            length = unpack_I(data, pos + 1)[0]
-            if end - pos - 1 < length:
-                break
-            if length < 4:
-                raise ProtocolError('a message from %s has length %d' % (self.source, length))
-            kind = data[pos:pos + 1]
-            start = pos + 5
-            pos += 1 + length
-            if kind == b'D':
-                ncols = unpack_IH(data, start - 4)[1]
-                at = start + 2
-                row = []
-                for _c in range(ncols):
-                    size_c = unpack_i(data, at)[0]
-                    at += 4
-                    if size_c < 0:
-                        row.append(None)
-                    else:
-                        row.append(data[at:at + size_c].decode('utf-8'))
-                        at += size_c
-                if at > pos:
-                    raise ProtocolError('a data row from %s is longer than its message'
-                                        % self.source)
-                rows.append(row)
-            elif kind == b'C':
-                # A query's rows are its result (-1 marks one), DML's the count.
-                tag = data[start:pos - 1].split(b' ')
-                count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
-                    int(tag[-1]) if tag[-1].isdigit() else 0)
-            elif kind == b'Z':
-                replies.append(error if error is not None else
-                               rows if count is None or count < 0 else count)
-                rows, count, error = [], None, None
-            elif kind == b'E':
-                fields = error_fields(data[start:pos])
-                if fields.get('V', fields.get('S')) in ('FATAL', 'PANIC'):
-                    self.fatal = server_error(fields)
+        try:
+            while end - pos >= 5:
+                length = unpack_I(data, pos + 1)[0]
+                if end - pos - 1 < length:
                     break
-                error = server_error(fields)
-            # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
+                if length < 4:
+                    raise ProtocolError('a message from %s has length %d'
+                                        % (self.source, length))
+                kind = data[pos:pos + 1]
+                start = pos + 5
+                pos += 1 + length
+                if kind == b'D':
+                    ncols = unpack_IH(data, start - 4)[1]
+                    at = start + 2
+                    row = []
+                    for _c in range(ncols):
+                        size_c = unpack_i(data, at)[0]
+                        at += 4
+                        if size_c < 0:
+                            row.append(None)
+                        else:
+                            row.append(data[at:at + size_c].decode('utf-8'))
+                            at += size_c
+                    if at > pos:
+                        raise ProtocolError('a data row from %s is longer than its message'
+                                            % self.source)
+                    rows.append(row)
+                elif kind == b'C':
+                    # A query's rows are its result (-1 marks one), DML's the count.
+                    tag = data[start:pos - 1].split(b' ')
+                    count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
+                        int(tag[-1]) if tag[-1].isdigit() else 0)
+                elif kind == b'Z':
+                    append(error if error is not None else
+                           rows if count is None or count < 0 else count)
+                    rows, count, error = [], None, None
+                elif kind == b'E':
+                    fields = error_fields(data[start:pos])
+                    if fields.get('V', fields.get('S')) in ('FATAL', 'PANIC'):
+                        self.fatal = server_error(fields)
+                        break
+                    error = server_error(fields)
+                # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
+        except ProtocolError:
+            raise
+        except Exception as e:
+            # Whatever broke the parser, the stream can no longer be trusted.
+            raise ProtocolError('cannot parse the reply stream from %s: %s: %s'
+                                % (self.source, e.__class__.__name__, e))
         self._tail = data[pos:]
         self._rows, self._count, self._error = rows, count, error
         return replies
