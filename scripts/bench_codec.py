@@ -30,6 +30,7 @@ from gevent.hub import Waiter, get_hub  # noqa: E402
 
 from gloaddriver import workload  # noqa: E402
 from gloaddriver.backends.tarantool import protocol as P  # noqa: E402
+from gloaddriver.backends.tarantool.replies import ReplyParser  # noqa: E402
 from gloaddriver._compat import clock  # noqa: E402
 
 
@@ -100,10 +101,9 @@ def main():
         chunk += b'\xce' + struct.pack('>I', len(payload)) + payload
 
     def decode(n):
-        reader = P.ResponseReader()
+        reader = ReplyParser()
         for _ in range(n // 100):
             reader.feed(chunk)
-            reader.responses()
 
     hub = get_hub()
     callback = hub.loop.run_callback

@@ -350,12 +350,11 @@ def _fake_tarantool(handle):
 
 def _frames(sock, reader):
     """Read one chunk and return [(sync, code)] of the whole requests it completes
-    (requests are framed as replies are: protocol.ResponseReader cuts both)."""
+    (requests are framed as replies are: replies.ReplyParser cuts both)."""
     data = sock.recv(65536)
     if not data:
         return None
-    reader.feed(data)
-    return [(sync, code) for sync, code, _body in reader.responses()]
+    return [(sync, code) for sync, code, _body in reader.feed(data)]
 
 
 def _reply(sync, code, body):
@@ -367,11 +366,11 @@ def _reply(sync, code, body):
 
 def test_an_unreadable_error_reply_fails_its_own_request_only():
     import msgpack
-    from gloaddriver.backends.tarantool import protocol as P
     from gloaddriver.backends.tarantool.connection import Connection
+    from gloaddriver.backends.tarantool.replies import ReplyParser
 
     def handle(sock):
-        reader = P.ResponseReader()
+        reader = ReplyParser()
         while True:
             got = _frames(sock, reader)
             if got is None:

@@ -1,4 +1,5 @@
-"""IPROTO framing without a server: frames, partial reads, errors, auth."""
+"""IPROTO requests without a server: frames, types on the wire, greeting, auth (the
+reply stream's parser: test_replies.py)."""
 from __future__ import absolute_import, division, print_function
 
 import hashlib
@@ -7,7 +8,6 @@ import struct
 import msgpack
 import pytest
 
-from gloaddriver import errors
 from gloaddriver.backends.tarantool import protocol as P
 
 
@@ -16,13 +16,6 @@ def unpack_all(data):
                                         if msgpack.version >= (1, 0) else {}))
     up.feed(bytes(data))
     return list(up)
-
-
-def reply(sync, body, code=P.OK):
-    """A server reply frame, built independently of the encoder under test."""
-    payload = msgpack.packb({P.REQUEST_TYPE: code, P.SYNC: sync, P.SCHEMA_VERSION: 80},
-                            use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
-    return b'\xce' + struct.pack('>I', len(payload)) + payload
 
 
 def test_request_frame_has_length_header_and_body():
@@ -67,53 +60,6 @@ def test_every_request_type_round_trips():
         _len, header, got = unpack_all(buf)
         assert header[P.REQUEST_TYPE] == code
         assert got == body
-
-
-def test_many_frames_in_one_chunk():
-    data = b''.join(reply(i, {P.DATA: [[i, u'v%d' % i]]}) for i in range(1, 51))
-    r = P.ResponseReader()
-    r.feed(data)
-    got = list(r.responses())
-    assert [s for s, _c, _b in got] == list(range(1, 51))
-    assert got[9][2][P.DATA] == [[10, u'v10']]
-
-
-def test_frames_split_at_every_byte():
-    data = reply(1, {P.DATA: [[1, u'x' * 40]]}) + reply(2, {}, code=P.ERROR_FLAG | 3) + \
-        reply(3, {P.DATA: []})
-    for cut in range(len(data) + 1):
-        r = P.ResponseReader()
-        r.feed(data[:cut])
-        got = list(r.responses())
-        r.feed(data[cut:])
-        got += list(r.responses())
-        assert [s for s, _c, _b in got] == [1, 2, 3], cut
-
-
-def test_one_byte_at_a_time():
-    data = reply(9, {P.DATA: [[1, b'\x00\xff']]})
-    r = P.ResponseReader()
-    got = []
-    for i in range(len(data)):
-        r.feed(data[i:i + 1])
-        got += list(r.responses())
-    assert got == [(9, P.OK, {P.DATA: [[1, b'\x00\xff']]})]
-
-
-def test_error_reply_becomes_server_error_with_code_and_message():
-    r = P.ResponseReader()
-    r.feed(reply(4, {P.ERROR_24: u"Duplicate key exists"}, code=P.ERROR_FLAG | 3))
-    (sync, code, body), = list(r.responses())
-    err = P.server_error(code, body)
-    assert isinstance(err, errors.ServerError) and not isinstance(err, errors.NetworkError)
-    assert (err.code, err.message, err.kind) == (3, u'Duplicate key exists', 'server:3')
-
-
-def test_garbage_is_a_protocol_error():
-    r = P.ResponseReader()
-    r.feed(msgpack.packb(5) + msgpack.packb([1, 2]))
-    with pytest.raises(P.ProtocolError):
-        list(r.responses())
 
 
 def test_greeting():

@@ -41,13 +41,12 @@ from gevent.hub import Waiter
 
 from gloaddriver import errors
 from gloaddriver._compat import clock
-from gloaddriver.backends.postgres.sqlstate import is_outage
+from gloaddriver.backends.postgres.replies import (ProtocolError, ReplyParser, error_fields,
+                                                   next_message)
 from gloaddriver.backends.shared_socket import SharedSocket
 
 _I = struct.Struct('!I')
-_IH = struct.Struct('!IH')
 _H = struct.Struct('!H')
-_i = struct.Struct('!i')
 # Execute (unnamed portal, all rows) and Sync: the same 14 bytes after every Bind.
 _EXECUTE_SYNC = b'E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04'
 _SYNC = b'S\x00\x00\x00\x04'
@@ -86,12 +85,6 @@ def _bind(name, params):
     parts.append(_RESULT_FORMATS)
     body = b''.join(parts)
     return b'B' + _I.pack(len(body) + 4) + body
-
-
-def server_error(fields):
-    """An ErrorResponse as a ServerError, outage or not as the psycopg2 path says."""
-    code = fields.get('C', '?')
-    return errors.ServerError(code, fields.get('M', '?'), is_outage(code))
 
 
 def _copy(exc):
@@ -193,7 +186,7 @@ class PipelinedConnection(SharedSocket):
                     raise errors.AuthError('PostgreSQL at %s asks for authentication method '
                                            '%d, which is not supported' % (self.address, code))
             elif kind == b'E':
-                fields = _error_fields(payload)
+                fields = error_fields(payload)
                 code, message = fields.get('C', '?'), fields.get('M', '?')
                 if code in _AUTH_CODES:
                     raise errors.AuthError('PostgreSQL at %s refused the login: %s'
@@ -219,7 +212,7 @@ class PipelinedConnection(SharedSocket):
         while True:
             kind, payload, buf = _read_message(sock, buf)
             if kind == b'E' and error is None:
-                error = _error_fields(payload)
+                error = error_fields(payload)
             elif kind == b'Z':
                 break
         if error is not None:
@@ -267,95 +260,51 @@ class PipelinedConnection(SharedSocket):
         return w.get()
 
     def _reader(self, sock, raw):
-        """The read watcher's callback for ``sock``: runs in the hub, parses what is
-        there and switches to each waiting caller in turn."""
+        """The read watcher's callback for ``sock``: runs in the hub, has the socket's
+        ``replies.ReplyParser`` cut what is there into replies and switches to each
+        waiting caller in turn (replies come in send order)."""
         buf = bytearray(256 * 1024)
         view = memoryview(buf)
         size = len(buf)
         recv_into = raw.recv_into
         read_some = self._read_some
-        # Across chunks: the unparsed tail, and the reply being assembled.
-        state = {'tail': b'', 'rows': [], 'count': None, 'error': None}
+        parser = ReplyParser('PostgreSQL at %s' % self.address)
+        parse = parser.feed
+        ServerError = errors.ServerError
 
         def on_readable():
+            pending = self._pending
             while self._sock is sock:
                 n = read_some(sock, recv_into, buf)
                 if not n:
                     return
                 try:
-                    fatal = self._replies(sock, state, view[:n].tobytes())
+                    for reply in parse(view[:n].tobytes()):
+                        w = pending.popleft()
+                        self.responses += 1
+                        if w is None:
+                            self.late += 1
+                        elif reply.__class__ is ServerError:
+                            w.throw(reply)
+                        else:
+                            w.switch(reply)
+                        if self._sock is not sock:
+                            return   # a woken caller closed the connection
+                except ProtocolError as e:
+                    return self._lost(sock, e)
                 except Exception as e:
-                    # Whatever broke the parser, the stream can no longer be trusted:
-                    # fail every waiter now rather than leave them to time out.
+                    # A reply nobody asked for, or whatever else broke: the stream can
+                    # no longer be trusted, fail every waiter now rather than leave
+                    # them to time out.
                     return self._lost(sock, errors.NetworkError(
                         'cannot parse the reply stream from PostgreSQL at %s: %s: %s'
                         % (self.address, e.__class__.__name__, e)))
-                if fatal is not None:
-                    return self._lost(sock, fatal)
+                if parser.fatal is not None:
+                    # The server ends the session (the replies before it are handed over).
+                    return self._lost(sock, parser.fatal)
                 if n < size:
                     return
         return on_readable
-
-    def _replies(self, sock, state, chunk):
-        """Cut a chunk into messages and hand each reply over; returns the error of a
-        FATAL message (the server is ending this session), else None."""
-        pending = self._pending
-        unpack_I = _I.unpack_from
-        unpack_IH = _IH.unpack_from
-        unpack_i = _i.unpack_from
-        tail = state['tail']
-        data = tail + chunk if tail else chunk
-        end = len(data)
-        pos = 0
-        rows, count, error = state['rows'], state['count'], state['error']
-        while end - pos >= 5:
-            length = unpack_I(data, pos + 1)[0]
-            if end - pos - 1 < length:
-                break
-            kind = data[pos:pos + 1]
-            start = pos + 5
-            pos += 1 + length
-            if kind == b'D':
-                ncols = unpack_IH(data, start - 4)[1]
-                at = start + 2
-                row = []
-                for _c in range(ncols):
-                    size_c = unpack_i(data, at)[0]
-                    at += 4
-                    if size_c < 0:
-                        row.append(None)
-                    else:
-                        row.append(data[at:at + size_c].decode('utf-8'))
-                        at += size_c
-                rows.append(row)
-            elif kind == b'C':
-                # A query's rows are its result (-1 marks one), DML's the count.
-                tag = data[start:pos - 1].split(b' ')
-                count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
-                    int(tag[-1]) if tag[-1].isdigit() else 0)
-            elif kind == b'Z':
-                w = pending.popleft()
-                self.responses += 1
-                if w is None:
-                    self.late += 1
-                elif error is not None:
-                    w.throw(error)
-                elif count is None or count < 0:
-                    w.switch(rows)
-                else:
-                    w.switch(count)
-                rows, count, error = [], None, None
-                if self._sock is not sock:
-                    return None   # a woken caller closed the connection
-            elif kind == b'E':
-                fields = _error_fields(data[start:pos])
-                if fields.get('V', fields.get('S')) in ('FATAL', 'PANIC'):
-                    return server_error(fields)
-                error = server_error(fields)
-            # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
-        state['tail'] = data[pos:]
-        state['rows'], state['count'], state['error'] = rows, count, error
-        return None
 
     def _sweep_loop(self):
         """Fail the requests older than the timeout.
@@ -406,20 +355,10 @@ def _send(sock, kind, body):
 def _read_message(sock, buf):
     """(type, payload, rest) of the next message during the startup (blocking)."""
     while True:
-        if len(buf) >= 5:
-            length = _I.unpack_from(buf, 1)[0]
-            if len(buf) >= 1 + length:
-                return bytes(buf[:1]), bytes(buf[5:1 + length]), buf[1 + length:]
+        message = next_message(buf)
+        if message is not None:
+            return message
         chunk = sock.recv(65536)
         if not chunk:
             raise EOFError('PostgreSQL closed the connection during the startup')
         buf += chunk
-
-
-def _error_fields(payload):
-    """{field code: text} of an ErrorResponse or NoticeResponse."""
-    out = {}
-    for part in bytes(payload).split(b'\x00'):
-        if part:
-            out[part[:1].decode('ascii')] = part[1:].decode('utf-8', 'replace')
-    return out

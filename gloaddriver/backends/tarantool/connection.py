@@ -46,11 +46,11 @@ import sys
 
 import gevent
 from gevent.hub import Waiter, getcurrent
-import msgpack
 
 from gloaddriver import errors
 from gloaddriver.backends.shared_socket import SharedSocket
 from gloaddriver.backends.tarantool import protocol as P
+from gloaddriver.backends.tarantool.replies import ReplyParser
 from gloaddriver._compat import PY2, clock, to_text
 
 
@@ -99,19 +99,23 @@ class Connection(SharedSocket):
         self._sync += 1
         self.encoder.auth(buf, self._sync, self.user, salt, self._password or '')
         sock.sendall(bytes(buf))
-        reader = P.ResponseReader()
+        # The reader's parser, so the login makes the same checks: bytes that are
+        # not IPROTO raise ProtocolError, which _handshake reports.
+        parser = ReplyParser(self.address)
         while True:
             data = sock.recv(4096)
             if not data:
                 raise EOFError('connection closed during authentication')
-            reader.feed(data)
-            for _sync, code, body in reader.responses():
+            for _sync, code, body in parser.feed(data):
                 if code == P.OK:
                     return
-                err = P.server_error(code, body)
+                if code == P.CHUNK:
+                    continue
+                if not isinstance(body, errors.ServerError):
+                    raise body   # an error reply that cannot be read
                 raise errors.AuthError(
                     'Tarantool at %s refused user %r: %s; check --user and --password '
-                    '(or GLOADDRIVER_PASSWORD)' % (self.address, self.user, err.message))
+                    '(or GLOADDRIVER_PASSWORD)' % (self.address, self.user, body.message))
 
     # -- the request path -----------------------------------------------------
 
@@ -295,31 +299,20 @@ class Connection(SharedSocket):
     def _reader(self, sock, raw):
         """The read watcher's callback for ``sock``: runs in the hub.
 
-        Reads what is there, cuts it into replies (length, header, then the body
-        kept as bytes: protocol.Rows), and switches to each waiting caller in
-        turn; each runs until it parks again, usually after appending its next
-        request. A read that fills the buffer is followed by another at once;
+        Reads what is there, has the socket's ``replies.ReplyParser`` cut it into
+        replies (bodies kept as bytes: protocol.Rows), and switches to each waiting
+        caller in turn; each runs until it parks again, usually after appending its
+        next request. A read that fills the buffer is followed by another at once;
         otherwise libev calls again when there is more.
         """
         buf = bytearray(self.read_buffer)
         view = memoryview(buf)
         size = len(buf)
-        unpacker = P.new_unpacker()
-        feed, unpack, tell, read_bytes = (unpacker.feed, unpacker.unpack, unpacker.tell,
-                                          unpacker.read_bytes)
+        parse = ReplyParser(self.address).feed
         recv_into = raw.recv_into
         read_some = self._read_some
         overlap = self.overlap
-        Rows = P.Rows
-        empty_bodies = P.EMPTY_BODIES
-        empty_max = P.EMPTY_BODY_MAX
-        OutOfData = msgpack.OutOfData
-        SYNC, REQUEST_TYPE, OK, CHUNK = P.SYNC, P.REQUEST_TYPE, P.OK, P.CHUNK   # locals: per reply
-        # The parser's place across chunks: [what comes next (0 a length, 1 a header,
-        # 2 the rest of a body), bytes of the frame still to come, header, body so far,
-        # where the header began (tell): a header split across chunks is consumed in
-        # pieces, so its length is measured from where it began, not from the retry].
-        state = [0, 0, None, None, 0]
+        OK, CHUNK = P.OK, P.CHUNK   # locals: used per reply
 
         def on_readable():
             waiters = self._waiters
@@ -327,76 +320,32 @@ class Connection(SharedSocket):
                 n = read_some(sock, recv_into, buf)
                 if not n:
                     return
-                feed(view[:n])
-                replies = []
-                st, left, header, part, t0 = state
                 try:
-                    while True:
-                        if st == 0:
-                            left = unpack()
-                            if left.__class__ is not int:
-                                raise P.ProtocolError('reply length prefix is not an integer: '
-                                                      '%r' % (left,))
-                            st = 1
-                            t0 = tell()
-                        if st == 1:
-                            header = unpack()
-                            if header.__class__ is not dict or SYNC not in header or \
-                                    REQUEST_TYPE not in header:
-                                raise P.ProtocolError('reply header is not an IPROTO map: %r'
-                                                      % (header,))
-                            left -= tell() - t0
-                            part = None
-                            st = 2
-                        body = read_bytes(left)
-                        got = len(body)
-                        if got < left:
-                            # The body goes on in the next chunk.
-                            part = body if part is None else part + body
-                            left -= got
-                            break
-                        if part is not None:
-                            body = part + body
-                            got = len(body)
-                        # An empty result is told by its size first: hashing a 1.5 KB
-                        # body for the set test would cost more than the test saves.
-                        replies.append((header, [] if got <= empty_max and body in empty_bodies
-                                        else Rows(body)))
-                        st = 0
-                except OutOfData:
-                    pass
+                    replies = parse(view[:n])
                 except P.ProtocolError as e:
+                    # The stream can no longer be trusted: fail every waiter now
+                    # rather than leave them to time out one by one.
                     return self._lost(sock, e)
-                except Exception as e:
-                    # Whatever broke the parser, the stream can no longer be
-                    # trusted: fail every waiter now rather than leave them to
-                    # time out one by one.
-                    return self._lost(sock, P.ProtocolError(
-                        'cannot parse the reply stream from %s: %s: %s'
-                        % (self.address, e.__class__.__name__, e)))
-                state[:] = st, left, header, part, t0
                 # Overlap: in a chunk of OVERLAP_MIN replies or more, send the first
                 # half's next requests while the second half is still being woken,
                 # so the server works while the client does.
                 count = len(replies)
                 flush_at = count >> 1 if overlap and count >= OVERLAP_MIN else -1
                 i = 0
-                for header, rows in replies:
+                for sync, code, body in replies:
                     i += 1
-                    sync = header[SYNC]
                     waiter = waiters.pop(sync, None)
                     if waiter is None:
                         self.late += 1
                         continue
-                    code = header[REQUEST_TYPE]
                     if code == OK:
-                        waiter.switch(rows)
+                        waiter.switch(body)
                     elif code == CHUNK:
                         self.pushes += 1
                         waiters[sync] = waiter
                         continue
                     else:
-                        waiter.throw(_error_reply(code, rows, self.address))
+                        waiter.throw(body)   # the reply's error (replies.ReplyParser)
                     if self._sock is not sock:
                         return   # a woken caller closed the connection
                     if i == flush_at:
@@ -497,16 +446,6 @@ def _await_reply(hub, waiters, sync):
     except BaseException:
         waiters.pop(sync, None)
         raise
-
-
-def _error_reply(code, rows, address):
-    """The exception of an error reply; one whose body cannot be read fails its own
-    request as a protocol error (the frame had its length: the stream is intact)."""
-    try:
-        return P.server_error(code, P.decode_body(rows) if rows else {})
-    except Exception as e:
-        return P.ProtocolError('cannot read an error reply (code %s) from %s: %s: %s'
-                               % (code, address, e.__class__.__name__, e))
 
 
 def _recv_exactly(sock, size):

@@ -1,8 +1,10 @@
-"""Tarantool IPROTO: greeting, chap-sha1 auth, request frames, response parsing.
+"""Tarantool IPROTO: codes, greeting, chap-sha1 auth, request frames, reply bodies.
 
 Pure: no sockets, no greenlets, no clocks. The connection module moves bytes;
-this module turns requests into bytes and bytes into responses, so framing,
-partial reads and error replies are unit tested without a server.
+this module turns requests into bytes, and ``replies`` (the reply stream's
+parser) turns bytes into replies with the pieces kept here (the unpacker, Rows,
+server_error), so framing, partial reads and error replies are unit tested
+without a server.
 
 Wire format of one message: ``0xce`` + uint32 length, then a msgpack header
 map and a msgpack body map. The length prefix is itself a valid msgpack uint32,
@@ -277,43 +279,3 @@ def server_error(code, body):
         message = u'%r' % (message,)
     code &= 0x7fff
     return errors.ServerError(code, message, code in OUTAGE_CODES)
-
-
-class ResponseReader(object):
-    """Turns received bytes into (sync, code, body) triples.
-
-    ``feed`` any number of bytes, split anywhere; ``responses()`` yields every
-    complete reply and keeps the remainder (partial frames) for the next feed.
-    """
-
-    __slots__ = ('_unpacker', '_state', '_header')
-
-    def __init__(self):
-        self._unpacker = new_unpacker()
-        self._state = 0      # 0: expect length, 1: header, 2: body
-        self._header = None
-
-    def feed(self, data):
-        self._unpacker.feed(data)
-
-    def responses(self):
-        """Every complete reply fed so far, as a list of (sync, code, body)."""
-        out = []
-        state = self._state
-        header = self._header
-        for obj in self._unpacker:
-            if state == 2:
-                out.append((header[SYNC], header[REQUEST_TYPE], obj))
-                state = 0
-            elif state == 1:
-                if obj.__class__ is not dict or SYNC not in obj:
-                    raise ProtocolError('reply header is not an IPROTO map: %r' % (obj,))
-                header = obj
-                state = 2
-            else:
-                if obj.__class__ is not int:
-                    raise ProtocolError('reply length prefix is not an integer: %r' % (obj,))
-                state = 1
-        self._state = state
-        self._header = header
-        return out

@@ -1,0 +1,150 @@
+"""PostgreSQL backend messages from bytes: the pipelined connection's reply parser.
+
+Socket-free: ``ReplyParser.feed`` takes the bytes received, split anywhere, and
+returns the reply of every statement they complete; the rest waits inside for the
+next feed. The connection's reader calls it (backends/postgres/pipelined.py) and
+the byte-by-byte tests (tests/unit/test_pg_replies.py) feed the same class.
+
+A message is a type byte, an int32 length that counts itself, then the payload.
+A statement sent as Bind/Execute/Sync (or Parse/Sync) is answered by messages up to
+its ReadyForQuery ('Z'), which ends its reply:
+
+* the rows of a query (DataRow 'D', text columns decoded as UTF-8, NULL as None):
+  a list, also when it returned none;
+* the rows a DML statement changed (from its CommandComplete tag): an int;
+* an ErrorResponse ('E'): a ``ServerError`` for that statement alone.
+
+A FATAL or PANIC error ends the session, not a statement: the parser stops there
+and keeps it as ``fatal`` (the replies before it are returned; nothing after it
+is read). Bytes that cannot be a message stream raise ProtocolError, after which
+the parser must not be fed again.
+
+``next_message`` (the framing, for the blocking login) and ``error_fields`` are
+the same rules for the startup, so there is one place that reads a message.
+"""
+from __future__ import absolute_import, division, print_function
+
+import struct
+
+from gloaddriver import errors
+from gloaddriver.backends.postgres.sqlstate import is_outage
+
+_I = struct.Struct('!I')
+_IH = struct.Struct('!IH')
+_i = struct.Struct('!i')
+
+
+class ProtocolError(errors.NetworkError):
+    """The byte stream is not the PostgreSQL protocol: the connection cannot be trusted."""
+
+
+def error_fields(payload):
+    """{field code: text} of an ErrorResponse or NoticeResponse."""
+    out = {}
+    for part in bytes(payload).split(b'\x00'):
+        if part:
+            out[part[:1].decode('ascii')] = part[1:].decode('utf-8', 'replace')
+    return out
+
+
+def server_error(fields):
+    """An ErrorResponse as a ServerError, outage or not as the psycopg2 path says."""
+    code = fields.get('C', '?')
+    return errors.ServerError(code, fields.get('M', '?'), is_outage(code))
+
+
+def next_message(buf, source='the server'):
+    """(type, payload, rest) of the first whole message in ``buf``, or None."""
+    if len(buf) < 5:
+        return None
+    length = _I.unpack_from(buf, 1)[0]
+    if length < 4:
+        raise ProtocolError('a message from %s has length %d' % (source, length))
+    if len(buf) < 1 + length:
+        return None
+    return bytes(buf[:1]), bytes(buf[5:1 + length]), buf[1 + length:]
+
+
+class ReplyParser(object):
+    """Cuts a backend's message stream into statement replies; ``source`` names the
+    server in messages. ``fatal``: the error of a FATAL message, once one came."""
+
+    __slots__ = ('source', 'fatal', '_tail', '_rows', '_count', '_error')
+
+    def __init__(self, source='the server'):
+        self.source = source
+        self.fatal = None
+        # Across feeds: the bytes of an unfinished message, and the reply so far.
+        self._tail = b''
+        self._rows = []
+        self._count = None          # None: no CommandComplete yet; -1: a query's
+        self._error = None
+
+    def feed(self, chunk):
+        """The replies ``chunk`` (bytes) completes, in stream order: a list of rows
+        (list), row counts (int) and errors (ServerError). The per-reply loop of
+        every pipelined run: one call per chunk, no Python call per message."""
+        if self.fatal is not None:
+            return []
+        unpack_I = _I.unpack_from
+        unpack_IH = _IH.unpack_from
+        unpack_i = _i.unpack_from
+        replies = []
+        append = replies.append
+        tail = self._tail
+        data = tail + chunk if tail else chunk
+        end = len(data)
+        pos = 0
+        rows, count, error = self._rows, self._count, self._error
+        try:
+            while end - pos >= 5:
+                length = unpack_I(data, pos + 1)[0]
+                if end - pos - 1 < length:
+                    break
+                if length < 4:
+                    raise ProtocolError('a message from %s has length %d'
+                                        % (self.source, length))
+                kind = data[pos:pos + 1]
+                start = pos + 5
+                pos += 1 + length
+                if kind == b'D':
+                    ncols = unpack_IH(data, start - 4)[1]
+                    at = start + 2
+                    row = []
+                    for _c in range(ncols):
+                        size_c = unpack_i(data, at)[0]
+                        at += 4
+                        if size_c < 0:
+                            row.append(None)
+                        else:
+                            row.append(data[at:at + size_c].decode('utf-8'))
+                            at += size_c
+                    if at > pos:
+                        raise ProtocolError('a data row from %s is longer than its message'
+                                            % self.source)
+                    rows.append(row)
+                elif kind == b'C':
+                    # A query's rows are its result (-1 marks one), DML's the count.
+                    tag = data[start:pos - 1].split(b' ')
+                    count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
+                        int(tag[-1]) if tag[-1].isdigit() else 0)
+                elif kind == b'Z':
+                    append(error if error is not None else
+                           rows if count is None or count < 0 else count)
+                    rows, count, error = [], None, None
+                elif kind == b'E':
+                    fields = error_fields(data[start:pos])
+                    if fields.get('V', fields.get('S')) in ('FATAL', 'PANIC'):
+                        self.fatal = server_error(fields)
+                        break
+                    error = server_error(fields)
+                # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
+        except ProtocolError:
+            raise
+        except Exception as e:
+            # Whatever broke the parser, the stream can no longer be trusted.
+            raise ProtocolError('cannot parse the reply stream from %s: %s: %s'
+                                % (self.source, e.__class__.__name__, e))
+        self._tail = data[pos:]
+        self._rows, self._count, self._error = rows, count, error
+        return replies
