@@ -13,8 +13,7 @@ import re
 import sys
 from collections import namedtuple
 
-from gloaddriver import backends, errors
-from gloaddriver.config import types
+from gloaddriver import backends, converters, errors
 from gloaddriver.config.flags import PASSWORD_ENV, CheckingParser, build_parser, value_flags
 
 Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults')
@@ -203,7 +202,7 @@ def _stages(args):
             args.ops = 0 if args.duration else 100000
         return None
     try:
-        stages = types.stages(args.stages)
+        stages = converters.stages(args.stages)
     except ValueError as e:
         raise errors.ConfigError(str(e))
     total = sum(s.seconds for s in stages.stages)
@@ -240,7 +239,7 @@ def _faults(text, spawn):
         raise errors.ConfigError('--fault needs --spawn: gloaddriver kills, pauses and starts '
                                  'only a server it started itself')
     try:
-        return types.faults(text)
+        return converters.faults(text)
     except ValueError as e:
         raise errors.ConfigError(str(e))
 

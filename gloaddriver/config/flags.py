@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from gloaddriver import __version__, backends, errors
-from gloaddriver.config.types import count, positive_int, seconds
+from gloaddriver.converters import count, positive_int, seconds
 from gloaddriver.workload import keys
 
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'

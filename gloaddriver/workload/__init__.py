@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 import string
 from collections import namedtuple
 
-from gloaddriver._compat import text_type
+from gloaddriver.py23 import text_type
 
 # scan (YCSB E): the rows from a key on, 1 to MAX_SCAN of them; rmw (YCSB F):
 # read a row, then write it back changed (two round trips, one latency).

@@ -21,7 +21,7 @@ import sys
 from gevent import monkey
 monkey.patch_all()
 from gloaddriver.backends.tarantool import connection, protocol as P
-from gloaddriver._compat import to_text
+from gloaddriver.py23 import to_text
 
 
 def space_id(self, name):

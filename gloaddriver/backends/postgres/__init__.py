@@ -13,7 +13,7 @@ from collections import namedtuple
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
-from gloaddriver.config.types import positive_int
+from gloaddriver.converters import positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
                                 'wait_callback scripts connector')

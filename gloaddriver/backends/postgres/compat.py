@@ -8,7 +8,7 @@ import binascii
 import os
 
 from gloaddriver import workload
-from gloaddriver._compat import binary_type, text_type
+from gloaddriver.py23 import binary_type, text_type
 from gloaddriver.compat.values import CANONICAL
 
 GREENLETS = 10

@@ -40,7 +40,7 @@ import gevent
 from gevent.hub import Waiter
 
 from gloaddriver import errors
-from gloaddriver._compat import clock
+from gloaddriver.py23 import clock
 from gloaddriver.backends.postgres.sqlstate import is_outage
 from gloaddriver.backends.shared_socket import SharedSocket
 

@@ -10,7 +10,7 @@ from collections import namedtuple
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
-from gloaddriver.config.types import positive_int
+from gloaddriver.converters import positive_int
 
 Options = namedtuple('Options', 'host port space connector connections max_pending overlap '
                                 'by_name request args fill index')

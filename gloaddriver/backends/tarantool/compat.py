@@ -8,7 +8,7 @@ import binascii
 import os
 
 from gloaddriver import errors, workload
-from gloaddriver._compat import binary_type, text_type
+from gloaddriver.py23 import binary_type, text_type
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.compat.values import CANONICAL
 

@@ -19,7 +19,7 @@ import struct
 import msgpack
 
 from gloaddriver import errors
-from gloaddriver._compat import PY2
+from gloaddriver.py23 import PY2
 
 # Request and reply codes (header key REQUEST_TYPE).
 OK = 0x00

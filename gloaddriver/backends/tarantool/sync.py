@@ -14,7 +14,7 @@ import tarantool
 from tarantool import error as tnt_error
 
 from gloaddriver import errors, workload
-from gloaddriver._compat import PY2
+from gloaddriver.py23 import PY2
 from gloaddriver.backends import base
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import requests
