@@ -386,7 +386,7 @@ def _round_space(side, r):
 
 def main(argv):
     opts = parse(argv)
-    side_of = backends.get(opts.backend).compat
+    side_of = backends.get(opts.backend).crosscheck
     if opts.greenlets is None:
         opts.greenlets = side_of.GREENLETS
 

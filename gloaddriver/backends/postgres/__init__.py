@@ -2,7 +2,8 @@
 runner drives (``workloads``: kv, relational, toolbench), the bulk loader that drives
 itself (``bulk``), the pipelined connection (``pipelined``) and the kv workload on it
 (``kv_pipelined``, --connector pipelined), a private cluster (``server``), its metrics
-(``metrics``) and its compat probe (``compat``).
+(``metrics``) and its side of the two-interpreter cross-check of ``gloaddriver compat``
+(``crosscheck``).
 
 This module is the kind itself: its flags and how they make a backend.
 """
@@ -193,9 +194,9 @@ class Postgres(base.Kind):
             raise errors.ConfigError('--processes does not apply to --workload bulk')
 
     @property
-    def compat(self):
-        from gloaddriver.backends.postgres import compat
-        return compat
+    def crosscheck(self):
+        from gloaddriver.backends.postgres import crosscheck
+        return crosscheck
 
 
 def _check_pipelined(args, kind, pool_size):

@@ -1,6 +1,7 @@
 """Tarantool: IPROTO framing (``protocol``), the buffered connection (``connection``),
 its workload (``buffered``), the tarantool-python baseline (``sync``), a private
-server (``server``), its metrics (``metrics``) and its compat probe (``compat``).
+server (``server``), its metrics (``metrics``) and its side of the two-interpreter
+cross-check of ``gloaddriver compat`` (``crosscheck``).
 
 This module is the kind itself: its flags and how they make a backend.
 """
@@ -120,9 +121,9 @@ class Tarantool(base.Kind):
                              'args': opts.args or '[]'} if opts.request else None)
 
     @property
-    def compat(self):
-        from gloaddriver.backends.tarantool import compat
-        return compat
+    def crosscheck(self):
+        from gloaddriver.backends.tarantool import crosscheck
+        return crosscheck
 
 
 def _request(args):

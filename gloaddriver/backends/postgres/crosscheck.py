@@ -9,7 +9,7 @@ import os
 
 from gloaddriver import workload
 from gloaddriver.py23 import binary_type, text_type
-from gloaddriver.compat.values import CANONICAL
+from gloaddriver.backends.crosscheck_values import CANONICAL
 
 GREENLETS = 10
 NOT_APPLICABLE = {

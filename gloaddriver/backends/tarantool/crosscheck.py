@@ -10,7 +10,7 @@ import os
 from gloaddriver import errors, workload
 from gloaddriver.py23 import binary_type, text_type
 from gloaddriver.backends.tarantool import protocol as P
-from gloaddriver.compat.values import CANONICAL
+from gloaddriver.backends.crosscheck_values import CANONICAL
 
 GREENLETS = 100
 NOT_APPLICABLE = {}
