@@ -1,7 +1,8 @@
 """Tarantool: IPROTO framing (``protocol``), the buffered connection (``connection``),
-its workload (``buffered``), the tarantool-python baseline (``sync``), a private
-server (``server``), its metrics (``metrics``) and its side of the two-interpreter
-cross-check of ``gloaddriver compat`` (``crosscheck``).
+its workload (``buffered``), the tarantool-python baseline (``sync``), the base class
+both share (``backend_base``), a private server (``server``), its metrics
+(``metrics``) and its side of the two-interpreter cross-check of ``gloaddriver
+compat`` (``crosscheck``).
 
 This module is the kind itself: its flags and how they make a backend.
 """
