@@ -14,6 +14,7 @@ import sys
 from collections import namedtuple
 
 from gloaddriver import backends, converters, errors
+from gloaddriver.config import fail_if
 from gloaddriver.config.flags import PASSWORD_ENV, CheckingParser, build_parser, value_flags
 
 Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults')
@@ -345,8 +346,7 @@ def _web(args):
 def _thresholds(text):
     if text is None:
         return None
-    from gloaddriver.report import thresholds
-    return tuple(thresholds.parse(text))
+    return tuple(fail_if.parse(text))
 
 
 def _user_phases(args):
