@@ -15,7 +15,8 @@ from collections import namedtuple
 
 from gloaddriver import backends, converters, errors
 from gloaddriver.config import fail_if
-from gloaddriver.config.flags import PASSWORD_ENV, CheckingParser, build_parser, value_flags
+from gloaddriver.config.flags import (DEFAULT_GREENLETS, PASSWORD_ENV, CheckingParser,
+                                      build_parser, value_flags)
 
 Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults')
 Load = namedtuple('Load', [
@@ -132,6 +133,8 @@ def parse(argv=None, environ=None):
     kind = backends.get(args.backend)
     _foreign_flags(args, kind)
     stages = _stages(args)
+    if args.greenlets is None:     # (--stages of greenlets have made it their peak)
+        args.greenlets = DEFAULT_GREENLETS
 
     if args.mix and args.phases:
         raise errors.ConfigError('--phases and --mix exclude each other: a mix is one phase')
@@ -198,7 +201,6 @@ def _stages(args):
     defaults to 100000 unless --duration is given: then the time ends each phase (a
     default op limit that came first would cut the asked-for time short, silently)."""
     if args.stages is None:
-        args.greenlets = args.greenlets or 10
         if args.ops is None:
             args.ops = 0 if args.duration else 100000
         return None
@@ -226,7 +228,6 @@ def _stages(args):
                                      'greenlets: raise it, or leave it out (it is then the '
                                      'highest target)' % (args.greenlets, peak))
     else:
-        args.greenlets = args.greenlets or 10
         args.rate = float(peak)
     if args.ops is None:
         args.ops = 0

@@ -70,9 +70,8 @@ def parse_mix(text, allowed=OPS):
 
 
 def phases_from(phases, mix, load, allowed=OPS, default=DEFAULT_PHASES):
-    """The phases of --phases TEXT or --mix TEXT (None when not given), with --load."""
-    if mix and phases:
-        raise ValueError('--phases and --mix exclude each other: a mix is one phase')
+    """The phases of --phases TEXT or --mix TEXT (None when not given; config refuses
+    both at once), with --load."""
     out = parse_mix(mix, allowed) if mix else parse_phases(phases or ','.join(default), allowed)
     if load:
         if not mix:

@@ -21,6 +21,8 @@ Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk
 WORKLOADS = ('kv', 'relational', 'bulk', 'toolbench')
 RELATIONAL_OPS = ('create', 'read')
 RELATIONAL_MIX = 'create=50,read=50'
+# --wait-callback: how psycopg2 yields to gevent (pool.install takes one of these).
+WAIT_CALLBACKS = ('cached', 'psycogreen')
 # The queries of asyncpg's driver benchmark: each is a phase of its own.
 TOOLBENCH_OPS = ('pg_type', 'series', 'bytea', 'arrays')
 BULK_METHODS = ('row-connect', 'row', 'executemany', 'execute-values', 'unnest', 'copy')
@@ -67,7 +69,7 @@ class Postgres(base.Kind):
                              help='postgres: a pgbench-style script run whole as one op; '
                                   'several (a.sql@9,b.sql@1, or the flag again) make a weighted '
                                   'mix (see docs/workloads.md)')),
-        (('--wait-callback',), dict(choices=['cached', 'psycogreen'],
+        (('--wait-callback',), dict(choices=list(WAIT_CALLBACKS),
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '
                                          'psycogreen\'s new watcher per wait')),

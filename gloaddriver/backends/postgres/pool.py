@@ -28,8 +28,6 @@ from gloaddriver import errors
 from gloaddriver.py23 import PY2, clock
 from gloaddriver.backends.postgres.sqlstate import is_outage
 
-WAIT_CALLBACKS = ('cached', 'psycogreen')
-
 _POLL_OK = psycopg2.extensions.POLL_OK
 _POLL_READ = psycopg2.extensions.POLL_READ
 _POLL_WRITE = psycopg2.extensions.POLL_WRITE
