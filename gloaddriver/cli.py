@@ -1,10 +1,8 @@
 """The command line: ``gloaddriver [flags]`` runs a workload; ``gloaddriver compat``,
 ``compare``, ``merge``, ``html`` and ``schema`` are the subcommands.
 
-Exit codes (``gloaddriver.errors``): 0 every op succeeded; 1 some ops failed or
-timed out, or the run was aborted; 2 bad flags; 3 the run could not start
-(server unreachable, auth, missing space); 4 a --fail-if threshold did not hold;
-130 interrupted.
+The exit codes (0, 1, 2, 3, 4, 130) are defined once, with what each means, as the
+``EXIT_*`` constants of ``gloaddriver.errors``; docs/report.md lists them for users.
 """
 from __future__ import absolute_import, division, print_function
 

@@ -31,7 +31,7 @@ from gevent.hub import Waiter, get_hub  # noqa: E402
 from gloaddriver import workload  # noqa: E402
 from gloaddriver.backends.tarantool import protocol as P  # noqa: E402
 from gloaddriver.backends.tarantool.replies import ReplyParser  # noqa: E402
-from gloaddriver._compat import clock  # noqa: E402
+from gloaddriver.py23 import clock  # noqa: E402
 
 
 def best_of(fn, n, repeat=5):

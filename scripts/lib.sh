@@ -1,7 +1,7 @@
 # Shared by scripts/demo, scripts/test and the benchmarks (sourced, not run).
 # Installs what is missing on a fresh machine: system packages through apt,
 # Python environments under .venv/ (one per interpreter, made by
-# gloaddriver/compat/envs.py), tracefs for the syscall counters. Everything
+# scripts/envs.py), tracefs for the syscall counters. Everything
 # is idempotent and skips work already done.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,11 +36,11 @@ ensure_tracefs() {
 }
 
 ensure_venv() {  # ensure_venv 2.7|3.11|3.13 -> prints the python of .venv/pyXY
-  # One implementation, shared with "gloaddriver compat": gloaddriver/compat/envs.py
-  # (standard library only), run from this checkout before it is installed.
+  # One implementation: scripts/envs.py (standard library only), run from this
+  # checkout before it is installed.
   local boot
   boot=$(command -v python3 || command -v python) || die "no python3 on PATH to set up .venv/ with"
-  PYTHONPATH="$ROOT" "$boot" -m gloaddriver.compat.envs ensure "$1" ||
+  "$boot" "$ROOT/scripts/envs.py" ensure "$1" ||
     die "cannot prepare the Python $1 environment (see above)"
 }
 

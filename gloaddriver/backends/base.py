@@ -20,7 +20,8 @@ through these two classes.
 * ``backend(config, counter)``: a :class:`Backend` for one run, not yet open.
 * ``manifest(config)``: what the JSON manifest says about the connector.
 * ``server_argv(server)``: flags that point a child process at a server.
-* ``compat``: the module behind ``gloaddriver compat`` for this kind.
+* ``crosscheck``: the module behind ``gloaddriver compat`` for this kind: the
+  server both interpreters load, the digest of what they stored, the probe each runs.
 
 :class:`Backend` is one run's connection(s) and ops. The runner calls
 ``open()``, then per phase ``phase_started()``, ``worker_ops(w)`` once per
@@ -120,8 +121,8 @@ class Kind(object):
         """Raise ConfigError when this configuration cannot run as --processes P."""
 
     @property
-    def compat(self):
-        """The module that ``gloaddriver compat`` uses for this kind (see compat/check.py)."""
+    def crosscheck(self):
+        """This kind's ``crosscheck`` module, for ``gloaddriver compat`` (see compat/check.py)."""
         raise errors.ConfigError('gloaddriver compat does not support --backend %s' % self.name)
 
 

@@ -32,7 +32,7 @@ from gevent.event import Event
 from gevent.hub import get_hub
 
 from gloaddriver import errors
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver.py23 import clock, spawn_named
 
 WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
 

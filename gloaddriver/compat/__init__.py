@@ -1,4 +1,5 @@
 """``gloaddriver compat``: the same seeded run on two interpreters, compared check by
-check (``check``), the interpreter environments it runs in (``envs``), and what each
-interpreter reports about itself (``probe``)."""
+check (``check``), the interpreters it takes and proves able to run gloaddriver
+(``interpreters``), and what each interpreter reports about itself (``probe``). Each
+server kind's side of it (its server, digest and probe) is its ``crosscheck`` module."""
 from __future__ import absolute_import, division, print_function

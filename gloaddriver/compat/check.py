@@ -1,7 +1,7 @@
 """``gloaddriver compat``: the same seeded run on two interpreters, side by side.
 
-Each interpreter runs in its own environment (found, or created under
-.venv/pyXY with this checkout installed, by compat/envs.py), against one private server,
+Each interpreter (found and proven able to run this gloaddriver by
+compat/interpreters.py) runs the gloaddriver it imports, against one private server,
 each into its own space, with the same seed, keys, values, op order and
 concurrency. Then eleven checks, each a row with both sides and a verdict:
 PASS, FAIL, or EXPLAINED (a known difference, listed rather than hidden).
@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 from gloaddriver import backends, errors
-from gloaddriver.compat.envs import ROOT, CompatError, ensure_env
+from gloaddriver.compat.interpreters import runs_gloaddriver
 
 
 BATCH_TOLERANCE = 0.5   # batch sizes within 1.5x of each other are load, not a difference
@@ -90,17 +90,22 @@ def median_result(results):
     return out
 
 
-def _env(target):
-    return dict(os.environ, PYTHONPATH=ROOT, GLOADDRIVER_PASSWORD=target.password)
+def _env(target=None):
+    """A side's environment: this command's own (which gloaddriver each side imports
+    follows it), with the private server's password when there is one."""
+    env = dict(os.environ)
+    if target is not None:
+        env['GLOADDRIVER_PASSWORD'] = target.password
+    return env
 
 
 def _probe(side, target, args):
     a = dict(args, **target.probe_args())
     p = subprocess.Popen([side.exe, '-m', 'gloaddriver.compat.probe', json.dumps(a)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(target), cwd=ROOT)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(target))
     out, err = p.communicate()
     if p.returncode != 0:
-        raise CompatError('probe on %s failed: %s' % (side.exe, err.decode()[-400:]))
+        raise errors.SetupError('probe on %s failed: %s' % (side.exe, err.decode()[-400:]))
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
@@ -111,14 +116,13 @@ def _drive(side, target, opts, space=None):
               '--phases', 'insert,select,update', '--value-size', str(opts.value_size),
               '--warmup', '0.3', '--checksum', '--progress', '0', '--json', path]
     argv = [side.exe, '-m', 'gloaddriver'] + target.target_argv(space or side.space) + common
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=_env(target), cwd=ROOT)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(target))
     out, err = p.communicate()
     try:
         with open(path) as f:
             return json.load(f)
     except ValueError:
-        raise CompatError('the run on %s wrote no result (exit %d): %s'
+        raise errors.SetupError('the run on %s wrote no result (exit %d): %s'
                           % (side.exe, p.returncode, err.decode()[-400:]))
     finally:
         os.unlink(path)
@@ -337,7 +341,8 @@ def checks(a, b, tolerance, not_applicable=None):
 def parse(argv):
     ap = argparse.ArgumentParser(prog='gloaddriver compat', description=__doc__.split('\n')[0])
     ap.add_argument('--python', action='append', required=True,
-                    help='an interpreter (python2.7, 3.13, or a path); give two')
+                    help='an interpreter that runs gloaddriver: a path, or a name looked up on '
+                         'PATH (python2.7, 3.13); give two')
     ap.add_argument('--backend', choices=backends.names(), default=backends.DEFAULT)
     ap.add_argument('--greenlets', type=int, default=None,
                     help='default: the backend\'s (100 for tarantool, 10 for postgres with a '
@@ -386,7 +391,7 @@ def _round_space(side, r):
 
 def main(argv):
     opts = parse(argv)
-    side_of = backends.get(opts.backend).compat
+    side_of = backends.get(opts.backend).crosscheck
     if opts.greenlets is None:
         opts.greenlets = side_of.GREENLETS
 
@@ -394,14 +399,15 @@ def main(argv):
         sys.stderr.write('compat: %s\n' % text)
         sys.stderr.flush()
     try:
-        sides = [Side(label, ensure_env(spec, say)) for label, spec in zip('AB', opts.python)]
+        sides = [Side(label, runs_gloaddriver(spec, _env()))
+                 for label, spec in zip('AB', opts.python)]
         target = side_of.Target([s.space for s in sides] + [
             _round_space(s, r) for r in range(1, opts.rounds) for s in sides])
         try:
             _run_sides(sides, target, opts, say)
         finally:
             target.close()
-    except (CompatError, errors.SetupError) as e:
+    except errors.SetupError as e:
         say(str(e))
         return errors.EXIT_SETUP
     rows = checks(sides[0], sides[1], opts.tolerance, side_of.NOT_APPLICABLE)

@@ -17,7 +17,7 @@ from gloaddriver.measure import manifest
 
 def main(argv):
     a = json.loads(argv[0])
-    probe = backends.get(a['backend']).compat.probe()
+    probe = backends.get(a['backend']).crosscheck.probe()
     out = {}
     conn = probe['connect'](a)
     try:

@@ -13,9 +13,10 @@ import re
 import sys
 from collections import namedtuple
 
-from gloaddriver import backends, errors
-from gloaddriver.config import types
-from gloaddriver.config.flags import PASSWORD_ENV, CheckingParser, build_parser, value_flags
+from gloaddriver import backends, converters, errors
+from gloaddriver.config import fail_if
+from gloaddriver.config.flags import (DEFAULT_GREENLETS, PASSWORD_ENV, CheckingParser,
+                                      build_parser, value_flags)
 
 Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults')
 Load = namedtuple('Load', [
@@ -132,6 +133,8 @@ def parse(argv=None, environ=None):
     kind = backends.get(args.backend)
     _foreign_flags(args, kind)
     stages = _stages(args)
+    if args.greenlets is None:     # (--stages of greenlets have made it their peak)
+        args.greenlets = DEFAULT_GREENLETS
 
     if args.mix and args.phases:
         raise errors.ConfigError('--phases and --mix exclude each other: a mix is one phase')
@@ -198,12 +201,11 @@ def _stages(args):
     defaults to 100000 unless --duration is given: then the time ends each phase (a
     default op limit that came first would cut the asked-for time short, silently)."""
     if args.stages is None:
-        args.greenlets = args.greenlets or 10
         if args.ops is None:
             args.ops = 0 if args.duration else 100000
         return None
     try:
-        stages = types.stages(args.stages)
+        stages = converters.stages(args.stages)
     except ValueError as e:
         raise errors.ConfigError(str(e))
     total = sum(s.seconds for s in stages.stages)
@@ -226,7 +228,6 @@ def _stages(args):
                                      'greenlets: raise it, or leave it out (it is then the '
                                      'highest target)' % (args.greenlets, peak))
     else:
-        args.greenlets = args.greenlets or 10
         args.rate = float(peak)
     if args.ops is None:
         args.ops = 0
@@ -240,7 +241,7 @@ def _faults(text, spawn):
         raise errors.ConfigError('--fault needs --spawn: gloaddriver kills, pauses and starts '
                                  'only a server it started itself')
     try:
-        return types.faults(text)
+        return converters.faults(text)
     except ValueError as e:
         raise errors.ConfigError(str(e))
 
@@ -346,8 +347,7 @@ def _web(args):
 def _thresholds(text):
     if text is None:
         return None
-    from gloaddriver.report import thresholds
-    return tuple(thresholds.parse(text))
+    return tuple(fail_if.parse(text))
 
 
 def _user_phases(args):

@@ -10,10 +10,12 @@ import argparse
 import sys
 
 from gloaddriver import __version__, backends, errors
-from gloaddriver.config.types import count, positive_int, seconds
+from gloaddriver.converters import count, positive_int, seconds
+from gloaddriver.measure import profiler
 from gloaddriver.workload import keys
 
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
+DEFAULT_GREENLETS = 10
 
 
 # The subcommands, each with its line in --help; gloaddriver.cli dispatches them.
@@ -107,8 +109,8 @@ def build_parser(cls=None):
                         'e.g. kill@5s,start@8s or stop@10s:3s. Marked in the timeline')
     g = p.add_argument_group('concurrency')
     g.add_argument('--greenlets', type=positive_int, default=None, metavar='N',
-                   help='worker greenlets in a closed loop (default 10; with --stages of '
-                        'greenlets, the highest target)')
+                   help='worker greenlets in a closed loop (default %d; with --stages of '
+                        'greenlets, the highest target)' % DEFAULT_GREENLETS)
     g.add_argument('--processes', type=positive_int, default=1, metavar='P',
                    help='P driver processes (one hub each, disjoint keys, --ops split among '
                         'them), started together; results merged exactly')
@@ -227,10 +229,10 @@ def build_parser(cls=None):
                    help='profile each phase; write DIR/callgrind.out.<phase>.<pid> for kcachegrind')
     g.add_argument('--pstats', default=None, metavar='DIR',
                    help='profile each phase; write DIR/pstats.<phase>.<pid> (pstats format)')
-    g.add_argument('--profile-clock', choices=['wall', 'cpu'], default=None,
+    g.add_argument('--profile-clock', choices=list(profiler.CLOCKS), default=None,
                    help='wall (the default), or cpu (several times dearer per call; its '
                         'clock_gettime calls are left out of syscalls/op)')
-    g.add_argument('--profiler', choices=['yappi', 'greenletprofiler'], default=None,
+    g.add_argument('--profiler', choices=list(profiler.PROFILERS), default=None,
                    help='yappi (the default); greenletprofiler: Python 2.7 only, when installed')
     return p
 

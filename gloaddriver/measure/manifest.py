@@ -12,7 +12,7 @@ import sys
 import time
 
 from gloaddriver import __version__
-from gloaddriver._compat import CLOCK_NAME
+from gloaddriver.py23 import CLOCK_NAME
 
 DEPENDENCIES = ('gevent', 'greenlet', 'msgpack', 'tarantool', 'psycopg2-binary', 'psycogreen',
                 'hdrhistogram', 'yappi')

@@ -30,7 +30,7 @@ from __future__ import absolute_import, division, print_function
 
 import gevent
 
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver.py23 import clock, spawn_named
 
 POLL = 0.02        # seconds between the watcher's looks: the precision of start/end
 CONFIRM = 0.05     # a success this soon after the first error: no outage

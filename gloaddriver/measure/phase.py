@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 import resource
 
-from gloaddriver._compat import clock
+from gloaddriver.py23 import clock
 from gloaddriver.measure import procfs, syscalls
 
 LATE_AFTER = 0.001   # an open-loop op that starts more than 1 ms behind schedule is late

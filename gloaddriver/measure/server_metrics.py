@@ -14,7 +14,7 @@ import os
 
 import gevent
 
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver.py23 import clock, spawn_named
 from gloaddriver.measure import procfs
 
 _TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100

@@ -28,7 +28,7 @@ import re
 import time
 
 from gloaddriver import errors
-from gloaddriver._compat import clock
+from gloaddriver.py23 import clock
 from gloaddriver.measure import client_bound, procfs, stats
 from gloaddriver.measure.phase import cpu_seconds
 

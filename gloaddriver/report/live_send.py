@@ -34,7 +34,7 @@ from gevent import socket as gsocket
 from gevent.event import Event
 
 from gloaddriver import errors
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver.py23 import clock, spawn_named
 
 QUEUE = 8
 CONNECT_TIMEOUT = 1.0

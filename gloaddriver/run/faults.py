@@ -1,6 +1,6 @@
 """--fault: kill, pause and start the spawned server on a schedule during the run.
 
-The schedule (``config.types.faults``) counts from the start of the first measured
+The schedule (``converters.faults``) counts from the start of the first measured
 phase. A greenlet of the driver's main thread carries it out: a private server dies
 with the thread that started it (PR_SET_PDEATHSIG), so never from a helper thread.
 Starting a server again blocks only this greenlet (subprocess and the readiness
@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 import gevent
 
 from gloaddriver import errors
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver.py23 import clock, spawn_named
 
 RETURNS = ('start', 'restart', 'cont')
 

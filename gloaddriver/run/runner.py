@@ -14,7 +14,7 @@ from bisect import bisect_right
 import gevent
 
 from gloaddriver import errors
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver.py23 import clock, spawn_named
 from gloaddriver.measure import phase as shape
 from gloaddriver.measure import stats, syscalls
 from gloaddriver.measure.ledger import Ledger

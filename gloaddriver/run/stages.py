@@ -32,7 +32,7 @@ from functools import partial
 import gevent
 from gevent.event import Event
 
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver.py23 import clock, spawn_named
 from gloaddriver.measure import stats
 from gloaddriver.measure.phase import LATE_AFTER
 
@@ -44,7 +44,7 @@ Mark = namedtuple('Mark', 't attempted ok errors dropped area')
 
 
 class Plan(object):
-    """The ramp of a config.types.Stages: ``points`` [(seconds into the phase, target)]
+    """The ramp of a converters.Stages: ``points`` [(seconds into the phase, target)]
     joined by straight lines."""
 
     def __init__(self, stages):

@@ -9,7 +9,7 @@ the exit code 1.
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver import errors
-from gloaddriver._compat import clock
+from gloaddriver.py23 import clock
 from gloaddriver.measure.ledger import OUTCOMES
 
 BATCH = 5000        # keys per read: bounded memory whatever the run wrote

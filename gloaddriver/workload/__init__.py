@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 import string
 from collections import namedtuple
 
-from gloaddriver._compat import text_type
+from gloaddriver.py23 import text_type
 
 # scan (YCSB E): the rows from a key on, 1 to MAX_SCAN of them; rmw (YCSB F):
 # read a row, then write it back changed (two round trips, one latency).
@@ -70,9 +70,8 @@ def parse_mix(text, allowed=OPS):
 
 
 def phases_from(phases, mix, load, allowed=OPS, default=DEFAULT_PHASES):
-    """The phases of --phases TEXT or --mix TEXT (None when not given), with --load."""
-    if mix and phases:
-        raise ValueError('--phases and --mix exclude each other: a mix is one phase')
+    """The phases of --phases TEXT or --mix TEXT (None when not given; config refuses
+    both at once), with --load."""
     out = parse_mix(mix, allowed) if mix else parse_phases(phases or ','.join(default), allowed)
     if load:
         if not mix:

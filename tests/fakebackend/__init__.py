@@ -18,7 +18,7 @@ import gevent
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
-from gloaddriver.config.types import positive_int, seconds
+from gloaddriver.converters import positive_int, seconds
 
 Options = namedtuple('Options', 'fail_every op_sleep')
 

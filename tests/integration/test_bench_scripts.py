@@ -107,20 +107,34 @@ def test_one_dispatcher_behind_every_bench_name():
     assert rc == 2 and "no bench named 'nosuch'" in err and out == ''
 
 
+def _envs_module():
+    """scripts/envs.py as a module (it is a script, not part of the package)."""
+    scripts = os.path.join(ROOT, 'scripts')
+    sys.path.insert(0, scripts)
+    try:
+        import envs
+    finally:
+        sys.path.remove(scripts)
+    return envs
+
+
 def test_environment_helper_command_line():
-    """scripts/lib.sh makes .venv/pyXY through ``python -m gloaddriver.compat.envs``."""
-    from gloaddriver.compat import envs
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    """scripts/lib.sh makes .venv/pyXY through ``scripts/envs.py``, which runs from the
+    checkout with nothing on PYTHONPATH."""
+    envs = _envs_module()
+    env = dict(os.environ)
+    env.pop('PYTHONPATH', None)
     version = '%d.%d' % sys.version_info[:2]
-    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver.compat.envs', 'find', version],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    helper = os.path.join(ROOT, 'scripts', 'envs.py')
+    p = subprocess.Popen([sys.executable, helper, 'find', version],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd='/')
     out, err = p.communicate()
     assert p.returncode == 0, err
     found = out.decode().strip()
     code = 'import sys; print("%d.%d" % sys.version_info[:2])'
     assert subprocess.check_output([found, '-c', code]).decode().strip() == version
-    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver.compat.envs', 'find', '3.99'],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    p = subprocess.Popen([sys.executable, helper, 'find', '3.99'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd='/')
     out, err = p.communicate()
     assert p.returncode == 1 and out == b'' and b'not found' in err
     assert envs.venv_dir('3.11') == os.path.join(ROOT, '.venv', 'py311')

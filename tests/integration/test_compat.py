@@ -21,7 +21,7 @@ import sys
 from gevent import monkey
 monkey.patch_all()
 from gloaddriver.backends.tarantool import connection, protocol as P
-from gloaddriver._compat import to_text
+from gloaddriver.py23 import to_text
 
 
 def space_id(self, name):
@@ -102,3 +102,15 @@ def test_an_interpreter_that_is_not_there_is_one_clear_line(tmpdir):
     workdir = str(tmpdir)
     rc, out, err, rows = compat(['--python', PY311, '--python', 'python3.99'], workdir)
     assert rc == 3 and 'python3.99' in err and 'not found' in err and 'Traceback' not in err
+
+
+def test_an_interpreter_that_cannot_run_gloaddriver_is_one_clear_line(tmpdir):
+    # -E -S: the 3.11 environment without PYTHONPATH or site-packages (no gloaddriver,
+    # no gevent); compat installs nothing into it, it says what to do
+    bare = os.path.join(str(tmpdir), 'python-bare')
+    with open(bare, 'w') as f:
+        f.write('#!/bin/sh\nexec "%s" -E -S "$@"\n' % PY311)
+    os.chmod(bare, os.stat(bare).st_mode | stat.S_IEXEC)
+    rc, out, err, rows = compat(['--python', PY27, '--python', bare], str(tmpdir))
+    assert rc == 3 and 'cannot run gloaddriver' in err and 'Traceback' not in err, err
+    assert 'scripts/envs.py ensure' in err and out == ''

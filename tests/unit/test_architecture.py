@@ -1,16 +1,30 @@
-"""The tree's rules, checked on the source: no import cycles (lazy imports included), and
-nothing outside ``gloaddriver/backends/`` knows a server kind by name."""
+"""The tree's rules, checked on the source (lazy imports included): the folders import
+each other only down the layers, no import cycles, nothing outside
+``gloaddriver/backends/`` knows a server kind by name, and no module-level name is
+defined without being used."""
 from __future__ import absolute_import, division, print_function
 
 import ast
 import io
 import os
 import re
+import sys
 
 import gloaddriver
 from gloaddriver import backends
 
 PACKAGE = os.path.dirname(os.path.abspath(gloaddriver.__file__))
+ROOT = os.path.dirname(PACKAGE)
+
+# Imports run down these layers, never up. A run flows cli -> config -> run ->
+# backends -> measure -> report; the imports follow who uses whom, so they agree with
+# that order except at its end: report renders what measure shaped (its stats, its
+# phase blocks), so report sits above measure. compat is a subcommand beside cli;
+# workload (ops, keys, values) is used by config, run and backends alike. cli.py and
+# __main__.py are the cli layer; every other top-level module is a leaf (errors, py23,
+# converters, the package itself): it imports only other leaves, and anyone may
+# import it.
+LAYERS = ('cli', 'compat', 'config', 'run', 'backends', 'report', 'measure', 'workload')
 
 
 def _modules():
@@ -78,6 +92,56 @@ def _cycle(graph):
     return None
 
 
+def _layer(module):
+    """A module's layer, or None for a leaf."""
+    parts = module.split('.')
+    if len(parts) == 1:
+        return None
+    if parts[1:2] in (['cli'], ['__main__']):
+        return 'cli'
+    if len(parts) > 2 or os.path.isdir(os.path.join(PACKAGE, *parts[1:2])):
+        return parts[1]
+    return None
+
+
+def _upward(graph, layer_of):
+    """The imports that run up the layers, or from a leaf to a non-leaf."""
+    rank = dict((name, i) for i, name in enumerate(LAYERS))
+    bad = []
+    for module, imported in sorted(graph.items()):
+        here = layer_of(module)
+        for other in sorted(imported):
+            there = layer_of(other)
+            if there is None or there == here:
+                continue
+            if here is None or rank[there] < rank[here]:
+                bad.append('%s (%s) imports %s (%s)' % (module, here or 'a leaf', other, there))
+    return bad
+
+
+def test_the_layer_checker_finds_an_import_up():
+    layer_of = {'p.cli': 'cli', 'p.run.a': 'run', 'p.report.b': 'report', 'p.errors': None}.get
+    assert _upward({'p.cli': {'p.run.a'}, 'p.run.a': {'p.report.b', 'p.errors'},
+                    'p.report.b': {'p.errors'}, 'p.errors': set()}, layer_of) == []
+    assert _upward({'p.report.b': {'p.run.a'}}, layer_of) == [
+        'p.report.b (report) imports p.run.a (run)']
+    assert _upward({'p.errors': {'p.run.a'}}, layer_of) == [
+        'p.errors (a leaf) imports p.run.a (run)']
+    assert _layer('gloaddriver.run.session') == 'run' and _layer('gloaddriver.errors') is None
+    assert _layer('gloaddriver.backends') == 'backends' and _layer('gloaddriver.cli') == 'cli'
+
+
+def test_every_folder_is_a_layer():
+    folders = [d for d in os.listdir(PACKAGE)
+               if os.path.isfile(os.path.join(PACKAGE, d, '__init__.py'))]
+    assert sorted(folders) == sorted(LAYERS[1:]), 'place a new folder in LAYERS'
+
+
+def test_imports_run_down_the_layers():
+    bad = _upward(_graph(), _layer)
+    assert not bad, '\n'.join(bad)
+
+
 def test_the_checker_finds_a_cycle():
     assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
     assert _cycle({'a': {'b'}, 'b': set()}) is None
@@ -101,3 +165,91 @@ def test_no_server_kind_is_named_outside_backends():
                 if compared.search(line) or imported.search(line):
                     offenders.append('%s:%d: %s' % (name, i, line.strip()))
     assert not offenders, '\n'.join(offenders)
+
+
+# -- names defined and never used -------------------------------------------------
+
+_WORD = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+_STR = (ast.Str,) if sys.version_info[0] == 2 else (ast.Constant,)
+
+
+def _sources(top, suffixes):
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d not in ('__pycache__', '.venv', 'site')]
+        for f in sorted(files):
+            if f.endswith(suffixes):
+                yield os.path.join(folder, f)
+
+
+def _defined(tree):
+    """(name, line) of each module-level function, class and assigned name (also
+    under a module-level if or try), dunders left out."""
+    out = []
+
+    def scan(body):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                out.append((node.name, node.lineno))
+            elif isinstance(node, ast.Assign):
+                out.extend((n.id, node.lineno) for t in node.targets for n in ast.walk(t)
+                           if isinstance(n, ast.Name))
+            elif isinstance(node, ast.If):
+                scan(node.body)
+                scan(node.orelse)
+            elif hasattr(node, 'handlers'):      # try (ast.Try, or 2.7's TryExcept)
+                scan(node.body)
+                scan(node.orelse)
+    scan(tree.body)
+    return [(n, line) for n, line in out if not (n.startswith('__') and n.endswith('__'))]
+
+
+def _used(tree):
+    """Every name a module reads: names loaded, attributes, imported names, and the
+    words of its strings (getattr, registries) other than docstrings."""
+    docstrings = set(id(node.value) for node in ast.walk(tree)
+                     if isinstance(node, ast.Expr) and isinstance(node.value, _STR))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+        elif isinstance(node, ast.alias):
+            out.update(node.name.split('.'))
+        elif isinstance(node, _STR) and id(node) not in docstrings and \
+                isinstance(getattr(node, 's', None), (str, type(u''))):
+            out.update(_WORD.findall(node.s))
+    return out
+
+
+def _unused():
+    """'path:line name' of each module-level name in the package that nothing in the
+    package, tests, scripts or examples uses (files other than Python: by their words)."""
+    used, package = set(), []
+    for top in ('gloaddriver', 'tests', 'scripts', 'examples'):
+        for path in _sources(os.path.join(ROOT, top), ('.py',)):
+            with io.open(path, encoding='utf-8') as f:
+                tree = ast.parse(f.read(), path)
+            used |= _used(tree)
+            if top == 'gloaddriver':
+                package.append((path, tree))
+        for path in _sources(os.path.join(ROOT, top), ('.py3', '.sh', '.ini', '.lua', '.js')):
+            with io.open(path, encoding='utf-8', errors='replace') as f:
+                used.update(_WORD.findall(f.read()))
+    return ['%s:%d %s' % (os.path.relpath(path, ROOT), line, name)
+            for path, tree in package for name, line in _defined(tree) if name not in used]
+
+
+def test_the_unused_checker_sees_definitions_and_uses():
+    tree = ast.parse('"""Doc naming UNUSED."""\nA = 1\nB, C = 2, 3\nif A:\n    D = 4\n'
+                     'def f():\n    """UNUSED again."""\n    return A + x.B\n'
+                     'class K(object):\n    pass\nG = getattr(m, "C")\n__all__ = []\n')
+    assert [n for n, _line in _defined(tree)] == ['A', 'B', 'C', 'D', 'f', 'K', 'G']
+    used = _used(tree)
+    assert set(['A', 'B', 'C', 'getattr']) <= used
+    assert not set(['D', 'f', 'K', 'G', 'UNUSED']) & used
+
+
+def test_no_module_level_name_is_unused():
+    unused = _unused()
+    assert not unused, 'defined, never used:\n' + '\n'.join(unused)

@@ -6,7 +6,7 @@ from __future__ import absolute_import, division, print_function
 import pytest
 
 from gloaddriver import cli, errors
-from gloaddriver.report import thresholds
+from gloaddriver.config import fail_if
 from tests import result_schema
 
 
@@ -62,16 +62,16 @@ def test_an_op_of_a_mix_and_a_phase_that_did_not_run(tmpdir):
 ])
 def test_bad_conditions_are_one_line(text, words):
     with pytest.raises(errors.ConfigError) as e:
-        thresholds.parse(text)
+        fail_if.parse(text)
     assert words in str(e.value)
 
 
 def test_latency_units():
-    (c,) = thresholds.parse('p99.9<=2.5ms')
+    (c,) = fail_if.parse('p99.9<=2.5ms')
     assert (c['metric'], c['cmp'], c['limit']) == ('p99.9', '<=', 2500.0)
     # a bare latency is in milliseconds (as in k6); explicit units still work
     limits = [(c['metric'], c['limit'], c['unit'])
-              for c in thresholds.parse('p95<2,p99<300us,max<1s,mean<1.5')]
+              for c in fail_if.parse('p95<2,p99<300us,max<1s,mean<1.5')]
     assert limits == [('p95', 2000.0, 'ms'), ('p99', 300.0, 'us'), ('max', 1e6, 's'),
                       ('mean', 1500.0, 'ms')]
 

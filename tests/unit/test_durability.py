@@ -8,7 +8,7 @@ import pytest
 
 from gloaddriver import errors
 from gloaddriver import config as configuration
-from gloaddriver.config import types
+from gloaddriver import converters
 from gloaddriver.measure import ledger as L
 from gloaddriver.measure import outages, stats
 from gloaddriver.report import text
@@ -123,7 +123,7 @@ def _watch_run(script, timeout=1.0):
 
 
 def _now():
-    from gloaddriver._compat import clock
+    from gloaddriver.py23 import clock
     return clock()
 
 
@@ -175,11 +175,11 @@ def test_outages_of_processes_side_by_side_merge_into_one():
 # -- --fault ----------------------------------------------------------------------------
 
 def test_fault_specs_parse_into_a_schedule_checked_as_a_sequence():
-    f = types.faults('start@8s, kill@5s,stop@12s:3s,restart@20s:500ms')
+    f = converters.faults('start@8s, kill@5s,stop@12s:3s,restart@20s:500ms')
     assert [(x.action, x.at, x.duration) for x in f] == [
         ('kill', 5.0, None), ('start', 8.0, None), ('stop', 12.0, 3.0),
         ('restart', 20.0, 0.5)]
-    assert types.duration('2m') == 120.0 and types.duration('1.5') == 1.5
+    assert converters.duration('2m') == 120.0 and converters.duration('1.5') == 1.5
 
 
 @pytest.mark.parametrize('spec, words', [
@@ -193,7 +193,7 @@ def test_fault_specs_parse_into_a_schedule_checked_as_a_sequence():
 ])
 def test_bad_fault_specs_say_what_is_wrong(spec, words):
     with pytest.raises(ValueError) as e:
-        types.faults(spec)
+        converters.faults(spec)
     assert words in str(e.value)
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from gloaddriver import backends, cli, errors
 from gloaddriver import config as configuration
-from gloaddriver._compat import clock
-from gloaddriver.config import types
+from gloaddriver.py23 import clock
+from gloaddriver import converters
 from gloaddriver.measure import stats
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.measure.timeline import combine_consecutive
@@ -48,15 +48,15 @@ def stages_add_up(p):
 # -- the parser ------------------------------------------------------------------------
 
 def test_stages_parse_durations_targets_and_a_starting_target():
-    s = types.stages('10s:10,30s:100,500ms:0')
+    s = converters.stages('10s:10,30s:100,500ms:0')
     assert s.unit == 'greenlets' and s.start == 0
-    assert s.stages == (types.Stage(10.0, 10), types.Stage(30.0, 100), types.Stage(0.5, 0))
-    s = types.stages(' 5 , 1m:20 ')
-    assert (s.start, s.stages) == (5, (types.Stage(60.0, 20),))
-    s = types.stages('10s:1000/s,2:2500.5/s')
+    assert s.stages == (converters.Stage(10.0, 10), converters.Stage(30.0, 100), converters.Stage(0.5, 0))
+    s = converters.stages(' 5 , 1m:20 ')
+    assert (s.start, s.stages) == (5, (converters.Stage(60.0, 20),))
+    s = converters.stages('10s:1000/s,2:2500.5/s')
     assert s.unit == 'ops/s' and s.start == 0.0
-    assert s.stages == (types.Stage(10.0, 1000.0), types.Stage(2.0, 2500.5))
-    assert types.stages('100/s,3s:0/s').start == 100.0
+    assert s.stages == (converters.Stage(10.0, 1000.0), converters.Stage(2.0, 2500.5))
+    assert converters.stages('100/s,3s:0/s').start == 100.0
 
 
 @pytest.mark.parametrize('text,words', [
@@ -81,7 +81,7 @@ def test_stages_parse_durations_targets_and_a_starting_target():
 ])
 def test_malformed_stages_are_refused_with_what_is_wrong(text, words):
     with pytest.raises(ValueError) as e:
-        types.stages(text)
+        converters.stages(text)
     assert words in str(e.value)
 
 
@@ -141,7 +141,7 @@ def test_a_bad_stages_flag_is_one_line_and_exit_2(capsys):
 # -- the plan and the open loop's schedule (no clock) ----------------------------------
 
 def test_the_plan_is_straight_lines_between_the_targets():
-    plan = stages.Plan(types.stages('10,2s:30,1s:30,2s:0'))
+    plan = stages.Plan(converters.stages('10,2s:30,1s:30,2s:0'))
     assert plan.total == 5.0 and plan.peak == 30 and plan.closed
     assert [plan.target(t) for t in (0, 1, 2, 2.5, 3, 4, 5, 9)] == [10, 20, 30, 30, 30, 15, 0, 0]
     assert [plan.stage_at(t) for t in (0, 1.99, 2, 3.5, 5, 9)] == [0, 0, 1, 2, 2, 2]
@@ -149,7 +149,7 @@ def test_the_plan_is_straight_lines_between_the_targets():
 
 
 def starts(text, arrival='constant', seed=1):
-    plan = stages.Plan(types.stages(text))
+    plan = stages.Plan(converters.stages(text))
     schedule = stages.RampSchedule(plan, arrival, random.Random(seed), 100.0)
     out = []
     while True:

@@ -2,7 +2,8 @@
 runner drives (``workloads``: kv, relational, toolbench), the bulk loader that drives
 itself (``bulk``), the pipelined connection (``pipelined``) and the kv workload on it
 (``kv_pipelined``, --connector pipelined), a private cluster (``server``), its metrics
-(``metrics``) and its compat probe (``compat``).
+(``metrics``) and its side of the two-interpreter cross-check of ``gloaddriver compat``
+(``crosscheck``).
 
 This module is the kind itself: its flags and how they make a backend.
 """
@@ -13,13 +14,15 @@ from collections import namedtuple
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
-from gloaddriver.config.types import positive_int
+from gloaddriver.converters import positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
                                 'wait_callback scripts connector')
 WORKLOADS = ('kv', 'relational', 'bulk', 'toolbench')
 RELATIONAL_OPS = ('create', 'read')
 RELATIONAL_MIX = 'create=50,read=50'
+# --wait-callback: how psycopg2 yields to gevent (pool.install takes one of these).
+WAIT_CALLBACKS = ('cached', 'psycogreen')
 # The queries of asyncpg's driver benchmark: each is a phase of its own.
 TOOLBENCH_OPS = ('pg_type', 'series', 'bytea', 'arrays')
 BULK_METHODS = ('row-connect', 'row', 'executemany', 'execute-values', 'unnest', 'copy')
@@ -66,7 +69,7 @@ class Postgres(base.Kind):
                              help='postgres: a pgbench-style script run whole as one op; '
                                   'several (a.sql@9,b.sql@1, or the flag again) make a weighted '
                                   'mix (see docs/workloads.md)')),
-        (('--wait-callback',), dict(choices=['cached', 'psycogreen'],
+        (('--wait-callback',), dict(choices=list(WAIT_CALLBACKS),
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '
                                          'psycogreen\'s new watcher per wait')),
@@ -193,9 +196,9 @@ class Postgres(base.Kind):
             raise errors.ConfigError('--processes does not apply to --workload bulk')
 
     @property
-    def compat(self):
-        from gloaddriver.backends.postgres import compat
-        return compat
+    def crosscheck(self):
+        from gloaddriver.backends.postgres import crosscheck
+        return crosscheck
 
 
 def _check_pipelined(args, kind, pool_size):

@@ -19,7 +19,7 @@ import psycopg2.extensions
 import psycopg2.extras
 
 from gloaddriver import errors
-from gloaddriver._compat import clock, text_type
+from gloaddriver.py23 import clock, text_type
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres import pool as pgpool
 from gloaddriver.measure import stats

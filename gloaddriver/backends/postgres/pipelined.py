@@ -40,7 +40,7 @@ import gevent
 from gevent.hub import Waiter
 
 from gloaddriver import errors
-from gloaddriver._compat import clock
+from gloaddriver.py23 import clock
 from gloaddriver.backends.postgres.replies import (ProtocolError, ReplyParser, error_fields,
                                                    next_message)
 from gloaddriver.backends.shared_socket import SharedSocket

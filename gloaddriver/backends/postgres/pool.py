@@ -25,10 +25,8 @@ from gevent.hub import get_hub
 from gevent.queue import Empty, LifoQueue   # names stable across gevent 22.10 .. 26
 
 from gloaddriver import errors
-from gloaddriver._compat import PY2, clock
+from gloaddriver.py23 import PY2, clock
 from gloaddriver.backends.postgres.sqlstate import is_outage
-
-WAIT_CALLBACKS = ('cached', 'psycogreen')
 
 _POLL_OK = psycopg2.extensions.POLL_OK
 _POLL_READ = psycopg2.extensions.POLL_READ
@@ -127,7 +125,7 @@ class Deadlines(object):
 
     def start(self):
         if self._greenlet is None:
-            from gloaddriver._compat import spawn_named
+            from gloaddriver.py23 import spawn_named
             self._greenlet = spawn_named('pg-deadlines', self._sweep)
 
     def _sweep(self):

@@ -16,7 +16,7 @@ import psycopg2
 import psycopg2.extensions
 
 from gloaddriver import errors
-from gloaddriver._compat import clock
+from gloaddriver.py23 import clock
 from gloaddriver.backends.postgres import pool as pgpool
 
 _IDLE = psycopg2.extensions.TRANSACTION_STATUS_IDLE

@@ -20,7 +20,7 @@ import psycopg2
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres import pool as pgpool
-from gloaddriver._compat import clock, spawn_named
+from gloaddriver.py23 import clock, spawn_named
 
 SCHEMA_KV = """CREATE TABLE IF NOT EXISTS {t} (id bigint PRIMARY KEY, value text NOT NULL)"""
 SCHEMA_RELATIONAL = """

@@ -1,6 +1,8 @@
 """Tarantool: IPROTO framing (``protocol``), the buffered connection (``connection``),
-its workload (``buffered``), the tarantool-python baseline (``sync``), a private
-server (``server``), its metrics (``metrics``) and its compat probe (``compat``).
+its workload (``buffered``), the tarantool-python baseline (``sync``), the base class
+both share (``backend_base``), a private server (``server``), its metrics
+(``metrics``) and its side of the two-interpreter cross-check of ``gloaddriver
+compat`` (``crosscheck``).
 
 This module is the kind itself: its flags and how they make a backend.
 """
@@ -10,7 +12,7 @@ from collections import namedtuple
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
-from gloaddriver.config.types import positive_int
+from gloaddriver.converters import positive_int
 
 Options = namedtuple('Options', 'host port space connector connections max_pending overlap '
                                 'by_name request args fill index')
@@ -120,9 +122,9 @@ class Tarantool(base.Kind):
                              'args': opts.args or '[]'} if opts.request else None)
 
     @property
-    def compat(self):
-        from gloaddriver.backends.tarantool import compat
-        return compat
+    def crosscheck(self):
+        from gloaddriver.backends.tarantool import crosscheck
+        return crosscheck
 
 
 def _request(args):

@@ -51,7 +51,7 @@ from gloaddriver import errors
 from gloaddriver.backends.shared_socket import SharedSocket
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool.replies import ReplyParser
-from gloaddriver._compat import PY2, clock, to_text
+from gloaddriver.py23 import PY2, clock, to_text
 
 
 class Connection(SharedSocket):

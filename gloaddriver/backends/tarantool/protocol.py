@@ -21,7 +21,7 @@ import struct
 import msgpack
 
 from gloaddriver import errors
-from gloaddriver._compat import PY2
+from gloaddriver.py23 import PY2
 
 # Request and reply codes (header key REQUEST_TYPE).
 OK = 0x00
@@ -59,7 +59,6 @@ EXPR = 0x27
 OPS = 0x28
 DATA = 0x30
 ERROR_24 = 0x31       # error message (all versions)
-METADATA = 0x32
 SQL_TEXT = 0x40
 SQL_BIND = 0x41
 SQL_INFO = 0x42       # {SQL_INFO_ROW_COUNT: n, ...} in the reply to DML

@@ -16,7 +16,7 @@ placeholders of --sql is matched against --args before connecting
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver import errors
-from gloaddriver._compat import PY2
+from gloaddriver.py23 import PY2
 from gloaddriver.backends.tarantool import protocol as P
 
 ER_WRONG_QUERY_ID = 211   # "Prepared statement with id N does not exist"

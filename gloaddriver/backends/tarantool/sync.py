@@ -14,11 +14,11 @@ import tarantool
 from tarantool import error as tnt_error
 
 from gloaddriver import errors, workload
-from gloaddriver._compat import PY2
+from gloaddriver.py23 import PY2
 from gloaddriver.backends import base
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import requests
-from gloaddriver.backends.tarantool.buffered import TarantoolBackend
+from gloaddriver.backends.tarantool.backend_base import TarantoolBackend
 from gloaddriver.backends.tarantool.layout import Layout
 from gloaddriver.backends.tarantool.layout import make_ops as make_layout_ops
 from gloaddriver.workload import keys as keygen

@@ -8,8 +8,8 @@ import binascii
 import os
 
 from gloaddriver import workload
-from gloaddriver._compat import binary_type, text_type
-from gloaddriver.compat.values import CANONICAL
+from gloaddriver.py23 import binary_type, text_type
+from gloaddriver.backends.crosscheck_values import CANONICAL
 
 GREENLETS = 10
 NOT_APPLICABLE = {

@@ -1,35 +1,41 @@
-"""Interpreter environments: find a Python by version, and make sure gloaddriver
-runs on it. The one helper for both ``gloaddriver compat`` (``ensure_env``) and
-the shell scripts (scripts/lib.sh runs ``python3 -m gloaddriver.compat.envs``).
+#!/usr/bin/env python3
+"""A checkout's interpreter environments (developer tooling, not part of the package):
+find a Python by version, and make .venv/pyXY with this checkout installed in it.
+scripts/lib.sh's ``ensure_venv`` runs it; so can anyone who wants a checkout's
+environment to hand ``gloaddriver compat --python``.
 
 One layout: .venv/pyXY (.venv/py27, .venv/py311, .venv/py313), each with this
 checkout installed once as ``pip install -e ROOT[profile,test]``. A stamp file
-in it holds the POSIX cksum of setup.cfg + setup.py; when they change, the
-environment is made again. 2.7 has no venv module: virtualenv < 20.16 makes
-its environment. Standard library only; runs on 2.7 and 3.x without gevent.
+in it holds the POSIX cksum of setup.cfg + setup.py (what the first, shell version
+of this helper wrote, so environments made then stay current); when they change,
+the environment is made again. 2.7 has no venv module: virtualenv < 20.16 makes
+its environment. Interpreters are found as ``gloaddriver compat`` finds them
+(gloaddriver/compat/interpreters.py). Standard library only; runs on 2.7 and 3.x
+without gevent, before anything is installed.
 
 Command line (messages on stderr)::
 
-    python3 -m gloaddriver.compat.envs ensure 2.7   # prints the venv's python
-    python3 -m gloaddriver.compat.envs find 3.13    # prints an interpreter, or exits 1
+    python3 scripts/envs.py ensure 2.7   # prints the venv's python, making it if needed
+    python3 scripts/envs.py find 3.13    # prints an interpreter, or exits 1
 """
 from __future__ import absolute_import, division, print_function
 
-import glob
 import os
 import shutil
 import subprocess
 import sys
 
-from gloaddriver import errors
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)   # this checkout's package, not an installed one
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from gloaddriver.compat.interpreters import find, version_of  # noqa: E402
+
 VENVS = os.path.join(ROOT, '.venv')
 STAMP = '.gloaddriver-installed'
 INSTALL = ROOT + '[profile,test]'
 
 
-class CompatError(errors.GloadError):
+class EnvError(Exception):
     """An interpreter or its environment cannot be had."""
 
 
@@ -76,36 +82,6 @@ def _clean_env():
     return env
 
 
-def _version_of(exe):
-    try:
-        code = 'import sys; print("%d.%d" % sys.version_info[:2])'
-        out = subprocess.check_output([exe, '-c', code], stderr=subprocess.STDOUT,
-                                      env=_clean_env())
-        return out.decode().strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def find_interpreter(spec):
-    """A path to a working interpreter for '2.7', 'python3.13', or a path to one; None if none."""
-    if os.sep in spec:
-        return spec if _version_of(spec) else None
-    name = spec if spec.startswith('python') else 'python' + spec
-    want = name[len('python'):]
-    candidates = [os.path.join(d, name) for d in os.environ.get('PATH', '').split(os.pathsep) if d]
-    try:
-        root = subprocess.check_output(['pyenv', 'root'], stderr=subprocess.STDOUT).decode().strip()
-        candidates += sorted(glob.glob(os.path.join(root, 'versions', want + '*', 'bin', 'python')))
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    candidates += [os.path.join('/usr/local/bin', name), os.path.join('/usr/bin', name)]
-    for c in candidates:
-        v = _version_of(c) if os.access(c, os.X_OK) else None
-        if v and (not want or v == want or v.startswith(want + '.')):
-            return c
-    return None
-
-
 def venv_dir(version):
     """.venv/pyXY for version 'X.Y'."""
     return os.path.join(VENVS, 'py' + version.replace('.', ''))
@@ -117,21 +93,18 @@ def _say(text):
 
 
 def _found(spec):
-    exe = find_interpreter(spec)
+    exe = find(spec)
     if exe is None:
-        raise CompatError('interpreter %r not found (looked on PATH, in pyenv, /usr/local/bin '
-                          'and /usr/bin); install it or pass a path to one' % spec)
+        raise EnvError('interpreter %r not found (looked on PATH, in pyenv, /usr/local/bin '
+                       'and /usr/bin); install it or pass a path to one' % spec)
     return exe
 
 
 def ensure_venv(spec, say=_say):
     """The python of .venv/pyXY for ``spec``, with this checkout installed; made if
     missing or if setup.cfg/setup.py changed since (the stamp)."""
-    return _venv_of(_found(spec), say)
-
-
-def _venv_of(exe, say):
-    version = _version_of(exe)
+    exe = _found(spec)
+    version = version_of(exe, _clean_env())
     venv = venv_dir(version)
     py = os.path.join(venv, 'bin', 'python')
     want = stamp()
@@ -155,31 +128,11 @@ def _venv_of(exe, say):
             if version == '3.6':    # the newest pip that still runs on 3.6
                 _run([py, '-m', 'pip', 'install', '-q', '--disable-pip-version-check', 'pip<22'])
         _run([py, '-m', 'pip', 'install', '-q', '--disable-pip-version-check', '-e', INSTALL])
-    except (CompatError, OSError) as e:
-        raise CompatError('cannot set up Python %s (%s) for gloaddriver in %s: %s'
-                          % (version, exe, venv, e))
+    except (EnvError, OSError) as e:
+        raise EnvError('cannot set up Python %s (%s) for gloaddriver in %s: %s'
+                       % (version, exe, venv, e))
     with open(stamp_file, 'w') as f:
         f.write(want + '\n')
-    return py
-
-
-def _ready(exe):
-    code = 'import gevent, greenlet, msgpack, hdrh, tarantool, gloaddriver'
-    env = dict(_clean_env(), PYTHONPATH=ROOT)
-    return subprocess.call([exe, '-c', code], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE) == 0
-
-
-def ensure_env(spec, say=_say):
-    """A python where gloaddriver runs for ``spec``: the interpreter itself if it
-    already can (with this checkout on its path), else its .venv/pyXY."""
-    exe = _found(spec)
-    if _ready(exe):
-        return exe
-    py = _venv_of(exe, say)
-    if not _ready(py):
-        raise CompatError('%s still cannot import gloaddriver and its dependencies; remove '
-                          '%s to make it again' % (py, os.path.dirname(os.path.dirname(py))))
     return py
 
 
@@ -198,20 +151,20 @@ def _run(cmd):
     out = p.communicate()[0].decode('utf-8', 'replace').splitlines()
     if p.returncode != 0:
         out = [l for l in out if l.strip() and 'DEPRECATION' not in l and 'Python 2.7' not in l]
-        raise CompatError('%s failed (exit %d):\n  %s' % (' '.join(cmd), p.returncode,
-                                                          '\n  '.join(out[-15:])))
+        raise EnvError('%s failed (exit %d):\n  %s' % (' '.join(cmd), p.returncode,
+                                                       '\n  '.join(out[-15:])))
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] not in ('ensure', 'find'):
-        _say('usage: python -m gloaddriver.compat.envs ensure|find VERSION\n'
+        _say('usage: scripts/envs.py ensure|find VERSION\n'
              '  ensure 2.7   print the python of .venv/py27, making it if needed\n'
              '  find 3.13    print a Python 3.13 interpreter, or exit 1')
         return 2
     cmd, spec = argv
     if cmd == 'find':
-        exe = find_interpreter(spec)
+        exe = find(spec)
         if exe is None:
             _say('Python %s not found (looked on PATH, in pyenv, /usr/local/bin and /usr/bin)'
                  % spec)
@@ -220,7 +173,7 @@ def main(argv=None):
         return 0
     try:
         print(ensure_venv(spec))
-    except CompatError as e:
+    except EnvError as e:
         _say('error: %s' % e)
         return 1
     return 0

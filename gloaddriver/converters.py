@@ -1,5 +1,7 @@
-"""Value types for flags (argparse ``type=``), shared by the common flags and the
-flag groups of each backend."""
+"""argparse converters (``type=``): a flag's text to its value, or one clear error.
+
+A leaf module: the common flags (``config.flags``) and each backend's flag group use
+the same converters, so neither reaches into the other for them."""
 from __future__ import absolute_import, division, print_function
 
 import argparse

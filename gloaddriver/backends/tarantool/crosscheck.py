@@ -8,9 +8,9 @@ import binascii
 import os
 
 from gloaddriver import errors, workload
-from gloaddriver._compat import binary_type, text_type
+from gloaddriver.py23 import binary_type, text_type
 from gloaddriver.backends.tarantool import protocol as P
-from gloaddriver.compat.values import CANONICAL
+from gloaddriver.backends.crosscheck_values import CANONICAL
 
 GREENLETS = 100
 NOT_APPLICABLE = {}

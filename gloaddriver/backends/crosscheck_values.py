@@ -1,5 +1,6 @@
-"""The values both interpreters encode in ``gloaddriver compat``: text, binary,
-integer boundaries, float, bool, nil, nesting."""
+"""The canonical values both interpreters encode in the cross-check of ``gloaddriver
+compat`` (each kind's ``crosscheck`` module): text, binary, integer boundaries, float,
+bool, nil, nesting."""
 from __future__ import absolute_import, division, print_function
 
 # (label, value): text, binary, integer boundaries, float, bool, nil, nesting.
