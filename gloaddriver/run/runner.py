@@ -282,26 +282,13 @@ class Run(object):
         phase = self._phase(index, spec, ops, budget)
         self.backend.phase_started()
         self.hooks.start(phase)          # outside the window: not the client's figures
-        self.perf.enable()
-        window = phase.window = shape.Window(self.counter, self.backend.io_counts).open()
-        phase.timeline = Timeline(ops, self.counter, window.t0, window.sys0)
-        budget.watch = self._watch = OutageWatch(
-            ops, window.t0, self.timeout, self.backend.reconnects,
-            self._say_outage(spec.name, window.t0) if self.output.progress > 0 else None)
-        self.hooks.opened(phase)         # inside: the profiler starts, the stages set up
+        window = self._open_window(phase)
         workers = self._spawn_workers(phase, keys)
         timer = phase.ender()
         ticker = spawn_named('ticker', self._tick, phase)
         budget.watch.watch_stalls(lambda: _recent_p99(phase.timeline), open_loop=bool(cfg.rate))
         gevent.joinall(workers)
-        self.hooks.closing(phase)        # the profiler stops before the counters are read
-        window.close()
-        self.perf.disable()
-        outages = budget.watch.finish(window.t1)
-        self._watch = None
-        ticker.kill()
-        if timer is not None:
-            timer.kill()
+        outages = self._close_window(phase, ticker, timer)
         rows = phase.rows = phase.timeline.finish(window.t1, window.sys1)   # the last latencies
         for st in ops:
             st.check()
@@ -319,6 +306,32 @@ class Run(object):
         result.update(self.backend.phase_extra())
         self.hooks.end(phase, result)    # each listener's section; files written last
         return result
+
+    def _open_window(self, phase):
+        """Open the measured window: counters first, then what is measured with the phase
+        (the outage watch, the listeners' opened: the profiler starts inside it)."""
+        self.perf.enable()
+        window = phase.window = shape.Window(self.counter, self.backend.io_counts).open()
+        phase.timeline = Timeline(phase.ops, self.counter, window.t0, window.sys0)
+        phase.budget.watch = self._watch = OutageWatch(
+            phase.ops, window.t0, self.timeout, self.backend.reconnects,
+            self._say_outage(phase.name, window.t0) if self.output.progress > 0 else None)
+        self.hooks.opened(phase)         # the profiler starts, the stages set up
+        return window
+
+    def _close_window(self, phase, ticker, timer):
+        """The workers returned: the listeners' closing (the profiler stops before the
+        counters are read), the window closes, then what ran beside the workers stops.
+        Returns the phase's outages."""
+        self.hooks.closing(phase)
+        phase.window.close()
+        self.perf.disable()
+        outages = phase.budget.watch.finish(phase.window.t1)
+        self._watch = None
+        ticker.kill()
+        if timer is not None:
+            timer.kill()
+        return outages
 
     def _phase(self, index, spec, ops, budget):
         """The phase as listeners see it, with the runner's own loops, schedule and end
