@@ -92,39 +92,36 @@ class Hooks(object):
     """A run's listeners, told each moment in order."""
 
     def __init__(self, listeners=()):
-        self.listeners = [l for l in listeners if l is not None]
-
-    def add(self, listener):
-        self.listeners.append(listener)
+        self.listeners = [each for each in listeners if each is not None]
 
     def start(self, phase):
-        for l in self.listeners:
-            l.start(phase)
+        for each in self.listeners:
+            each.start(phase)
 
     def opened(self, phase):
-        for l in self.listeners:
-            l.opened(phase)
+        for each in self.listeners:
+            each.opened(phase)
 
     def ops(self, phase, worker, fns):
-        for l in self.listeners:
-            fns = l.ops(phase, worker, fns)
+        for each in self.listeners:
+            fns = each.ops(phase, worker, fns)
         return fns
 
     def ticking(self, phase):
-        for l in self.listeners:
-            l.ticking(phase)
+        for each in self.listeners:
+            each.ticking(phase)
 
     def interval(self, phase, row):
         notes = {'server': None, 'server_line': ''}
-        for l in self.listeners:
-            l.interval(phase, row, notes)
+        for each in self.listeners:
+            each.interval(phase, row, notes)
 
     # Last to first: the first to start is the last to end, as with nested blocks.
 
     def closing(self, phase):
-        for l in reversed(self.listeners):
-            l.closing(phase)
+        for each in reversed(self.listeners):
+            each.closing(phase)
 
     def end(self, phase, result):
-        for l in reversed(self.listeners):
-            l.end(phase, result)
+        for each in reversed(self.listeners):
+            each.end(phase, result)
