@@ -21,6 +21,8 @@ argument, so this module does not import the runner.
 The driver also ends the phase when the stages are over (as --duration would) and
 notes the counts at each stage boundary, so each stage's counts, rates and mean active
 greenlets are exact; its p99 comes from the timeline rows whose middle falls in it.
+
+``Stages`` puts a Ramp in each phase as a listener of its moments (run.hooks).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -35,6 +37,7 @@ from gevent.event import Event
 from gloaddriver.py23 import clock, spawn_named
 from gloaddriver.measure import stats
 from gloaddriver.measure.phase import LATE_AFTER
+from gloaddriver.run.hooks import Listener
 
 TICK = 0.01    # how often the driver moves the gate: a target is at most this late
 NAP = 0.05     # the longest sleep of an open-loop worker between looks at the budget
@@ -365,6 +368,27 @@ class Ramp(object):
                     stage['dropped'] = m1.dropped - m0.dropped
             out.append(stage)
         return out
+
+
+class Stages(Listener):
+    """A Ramp for each phase: built as the window opens, it gives the phase its loops,
+    its open loop's schedule and its end; at the end, the phase's ``stages``."""
+
+    def __init__(self, stages, workers):
+        self.stages = stages
+        self.workers = workers
+        self.ramp = None
+
+    def opened(self, phase):
+        ramp = self.ramp = Ramp(self.stages, phase.budget, phase.ops, phase.window.t0,
+                                self.workers, phase.failed)
+        phase.timeline.extra = ramp.row_fields
+        phase.loops = ramp.loops
+        phase.schedule = ramp.schedule
+        phase.ender = ramp.start     # it ends the phase when the stages are over
+
+    def end(self, phase, result):
+        result['stages'] = self.ramp.finish(phase.window.t1, phase.rows)
 
 
 def _overlapping(rows, t0, t1):
