@@ -74,12 +74,14 @@ def _median(values):
 
 def median_result(results):
     """One result whose timing figures are the medians of several runs of the same
-    ops: per phase ops/s, each syscall count, requests per send and responses per recv.
-    Everything else is the first run's."""
+    ops: per phase ops/s, client CPU per op, each syscall count, requests per send and
+    responses per recv. Everything else is the first run's."""
     out = dict(results[0], phases=[])
     for i, first in enumerate(results[0]['phases']):
         same = [r['phases'][i] for r in results]
         p = dict(first, ops_per_sec=_median([x['ops_per_sec'] or 0 for x in same]))
+        cpu = [x.get('cpu_us_per_op') for x in same]
+        p['cpu_us_per_op'] = _median(cpu) if all(c is not None for c in cpu) else None
         counts = [x['syscalls'].get('counts') or {} for x in same]
         p['syscalls'] = dict(first['syscalls'], counts=dict(
             (k, _median([c.get(k, 0) for c in counts])) for k in set(k for c in counts for k in c)))
@@ -154,39 +156,74 @@ def _per_op_syscalls(result):
 
 
 def checks(a, b, tolerance, not_applicable=None):
-    """The eleven rows of the verdict. A check the connector cannot support (it keeps no
-    request counts, say) is N/A, for the reason ``not_applicable`` gives."""
+    """The eleven rows of the verdict, one function each below. A check the connector
+    cannot support (it keeps no request counts, say) is N/A, for the reason
+    ``not_applicable`` gives."""
     rows = []
-    not_applicable = not_applicable or {}
+    na = not_applicable or {}
 
     def row(name, va, vb, verdict, why=''):
         rows.append({'check': name, 'A': va, 'B': vb, 'verdict': verdict, 'why': why})
 
-    # 1. fingerprint
+    # A connector without its own counts (no 'connection' block) has no request or
+    # batching figures to compare.
+    uncounted = any('connection' not in s.result['phases'][0] for s in (a, b))
+    _fingerprint(a, b, row)
+    _wire_bytes(a, b, row)
+    _stored_bytes(a, b, row)
+    _typed_fields(a, b, row)
+    _cross_read(a, b, row)
+    same_requests = _requests_per_op(a, b, row, uncounted, na)
+    # A send or recv per op follows the batching only while both sides make the same
+    # requests per op: a side that makes more (a schema cache that misses) makes more
+    # sends for that, which batches of another size must not excuse.
+    _syscalls_per_op(a, b, row, tolerance,
+                     BATCHED_CALLS if uncounted or same_requests else ())
+    _batching(a, b, row, tolerance, uncounted, na)
+    _checksums(a, b, row)
+    _errors_by_kind(a, b, row)
+    _throughput(a, b, row)
+    return rows
+
+
+def _timed(s):
+    """The medians of a side's timing rounds (rows 7, 8, 11), or its one run."""
+    return s.timed or s.result
+
+
+def _fingerprint(a, b, row):
     pure = [s.label for s in (a, b) if not s.probe['fingerprint']['msgpack_c_extension']]
     row('1 fingerprint', _fp(a), _fp(b), 'FAIL' if pure else 'PASS',
         'msgpack runs its pure-Python fallback on %s (several times slower): install its C '
         'extension'
         % ' and '.join(pure) if pure else '')
-    # 2. wire bytes
+
+
+def _wire_bytes(a, b, row):
     wa, wb = a.probe['wire'], b.probe['wire']
     diff = [la for (la, ha), (lb, hb) in zip(wa, wb) if ha != hb]
     digest = lambda w: hashlib.sha1(''.join(h for _l, h in w).encode()).hexdigest()[:12]
     row('2 wire bytes', '%d values, sha1 %s' % (len(wa), digest(wa)),
         '%d values, sha1 %s' % (len(wb), digest(wb)), 'FAIL' if diff or len(wa) != len(wb) else 'PASS',
         'different request bytes for: %s' % ', '.join(diff) if diff else '')
-    # 3. stored bytes
+
+
+def _stored_bytes(a, b, row):
     row('3 stored bytes', '%d tuples, sha1 %s' % (a.stored[0], a.stored[1][:12]),
         '%d tuples, sha1 %s' % (b.stored[0], b.stored[1][:12]),
         'PASS' if a.stored == b.stored else 'FAIL',
         '' if a.stored == b.stored else 'the two runs stored different tuples')
-    # 4. typed fields
+
+
+def _typed_fields(a, b, row):
     ta = ', '.join('%s' % o for _l, o in a.probe['typed'])
     tb = ', '.join('%s' % o for _l, o in b.probe['typed'])
     tdiff = [l for (l, oa), (_l, ob) in zip(a.probe['typed'], b.probe['typed']) if oa != ob]
     row('4 typed fields', ta, tb, 'FAIL' if tdiff else 'PASS',
         'accepted on one side only: %s' % ', '.join(tdiff) if tdiff else '')
-    # 5. cross-read
+
+
+def _cross_read(a, b, row):
     def cross(s):
         c = s.cross
         return '%d rows, %d mismatches, text %s, binary %s, text key %s, native str key %s' % (
@@ -206,88 +243,88 @@ def checks(a, b, tolerance, not_applicable=None):
             'as unicode' % ' and '.join(s.probe['fingerprint']['interpreter'] for s in native))
     else:
         row('5 cross-read', cross(a), cross(b), 'PASS')
-    # 6. requests per op, schema fetches
-    # A connector without its own counts (no 'connection' block) has no request or
-    # batching figures to compare.
-    uncounted = any('connection' not in s.result['phases'][0] for s in (a, b))
+
+
+def _requests_per_op(a, b, row, uncounted, na):
+    """Row 6, requests per op and schema fetches; True when both sides make the same
+    requests per op (or neither counts them)."""
     if uncounted:
-        row('6 requests per op', 'n/a', 'n/a', 'N/A', not_applicable.get(
+        row('6 requests per op', 'n/a', 'n/a', 'N/A', na.get(
             '6 requests per op', 'the connector keeps no request counts'))
+        return True
 
     def reqs(s):
         att = _sum(s.result, 'attempted')
         req = sum(p['connection']['requests'] for p in s.result['phases'])
         fetch = sum(p['connection']['schema_fetches'] for p in s.result['phases'])
         return req / att, fetch
-    if not uncounted:
-        (ra, fa), (rb, fb) = reqs(a), reqs(b)
-        why = []
-        for s, r, f in ((a, ra, fa), (b, rb, fb)):
-            if f:
-                why.append('%s re-fetched the schema %d times after warmup (%.2f requests per '
-                           'op): its schema cache misses on every op; is it keyed by bytes '
-                           'rather than decoded text?' % (s.label, f, r))
-        same_requests = abs(ra - rb) <= 0.005
-        row('6 requests per op', '%.3f, %d schema fetches' % (ra, fa),
-            '%.3f, %d schema fetches' % (rb, fb),
-            'FAIL' if why or not same_requests else 'PASS', ' '.join(why))
-    # 7. syscalls per op: medians of the rounds, as rows 8 and 11
-    timed = lambda s: s.timed or s.result
-    (sa, src_a), (sb, src_b) = _per_op_syscalls(timed(a)), _per_op_syscalls(timed(b))
-    # A send or recv per op follows the batching only while both sides make the same
-    # requests per op: a side that makes more (a schema cache that misses) makes more
-    # sends for that, which batches of another size must not excuse.
-    batched = BATCHED_CALLS if uncounted or same_requests else ()
+    (ra, fa), (rb, fb) = reqs(a), reqs(b)
+    why = []
+    for s, r, f in ((a, ra, fa), (b, rb, fb)):
+        if f:
+            why.append('%s re-fetched the schema %d times after warmup (%.2f requests per '
+                       'op): its schema cache misses on every op; is it keyed by bytes '
+                       'rather than decoded text?' % (s.label, f, r))
+    same_requests = abs(ra - rb) <= 0.005
+    row('6 requests per op', '%.3f, %d schema fetches' % (ra, fa),
+        '%.3f, %d schema fetches' % (rb, fb),
+        'FAIL' if why or not same_requests else 'PASS', ' '.join(why))
+    return same_requests
+
+
+def _syscalls_per_op(a, b, row, tolerance, batched):
+    """Row 7: medians of the rounds, as rows 8 and 11."""
+    (sa, src_a), (sb, src_b) = _per_op_syscalls(_timed(a)), _per_op_syscalls(_timed(b))
     if src_a != 'perf_event' or src_b != 'perf_event':
         row('7 syscalls per op', src_a, src_b, 'FAIL', 'no perf_event counters: cannot compare')
-    else:
-        verdict, notes, worst = 'PASS', [], []
-        known_a = sum(v for k, v in sa.items() if k in KNOWN_SYSCALL_CAUSES or k in batched)
-        known_b = sum(v for k, v in sb.items() if k in KNOWN_SYSCALL_CAUSES or k in batched)
-        for name in sorted(set(sa) | set(sb)):
-            x, y = sa.get(name, 0.0), sb.get(name, 0.0)
-            if name == 'total':
-                # What the known causes do not explain must agree.
-                x, y = x - known_a, y - known_b
-                label = 'total less known causes'
-            else:
-                label = name
-            if name in KNOWN_SYSCALL_CAUSES:
-                # Listed, not judged: a ratio says nothing when one side makes
-                # none (0 vs 0.01 per op). What they do not explain is judged
-                # in the "total less known causes" row.
-                if abs(x - y) > 0.0005 and abs(x - y) / max(x, y) > 0.05:
-                    notes.append('%s %.4f vs %.4f (%s)' % (name, x, y, KNOWN_SYSCALL_CAUSES[name]))
-                    verdict = 'EXPLAINED' if verdict == 'PASS' else verdict
-                continue
-            if max(x, y) < NOISE_PER_OP:
-                continue
-            ratio = max(x, y) / max(min(x, y), 1e-9)
-            if name in batched and tolerance / 100.0 < ratio - 1 <= BATCH_TOLERANCE:
-                notes.append('%s %.4f vs %.4f (one per batch: it follows the batching)'
-                             % (name, x, y))
+        return
+    verdict, notes, worst = 'PASS', [], []
+    known_a = sum(v for k, v in sa.items() if k in KNOWN_SYSCALL_CAUSES or k in batched)
+    known_b = sum(v for k, v in sb.items() if k in KNOWN_SYSCALL_CAUSES or k in batched)
+    for name in sorted(set(sa) | set(sb)):
+        x, y = sa.get(name, 0.0), sb.get(name, 0.0)
+        if name == 'total':
+            # What the known causes do not explain must agree.
+            x, y = x - known_a, y - known_b
+            label = 'total less known causes'
+        else:
+            label = name
+        if name in KNOWN_SYSCALL_CAUSES:
+            # Listed, not judged: a ratio says nothing when one side makes
+            # none (0 vs 0.01 per op). What they do not explain is judged
+            # in the "total less known causes" row.
+            if abs(x - y) > 0.0005 and abs(x - y) / max(x, y) > 0.05:
+                notes.append('%s %.4f vs %.4f (%s)' % (name, x, y, KNOWN_SYSCALL_CAUSES[name]))
                 verdict = 'EXPLAINED' if verdict == 'PASS' else verdict
-                continue
-            if ratio - 1 > max(tolerance / 100.0, BATCH_TOLERANCE if name in batched else 0):
-                worst.append('%s %.3f vs %.3f per op (%.2fx%s)' % (
-                    label, x, y, ratio, ', at least 1.5x' if ratio >= 1.5 else ''))
-                verdict = 'FAIL'
-        fmt = lambda s: 'total %.3f, net %.3f' % (s.get('total', 0), sum(
-            s.get(k, 0) for k in ('sendto', 'recvfrom', 'sendmsg', 'recvmsg')))
-        row('7 syscalls per op', fmt(sa), fmt(sb), verdict,
-            '; '.join(worst + notes) if (worst or notes) else '')
-    # 8. batching
-    def batch(s):
-        out = []
-        for p in timed(s)['phases']:
-            bt = p['batching']
-            out.append((p['name'], bt.get('requests_per_send') or 0, bt.get('responses_per_recv') or 0))
-        return out
-    ba, bb = batch(a), batch(b)
+            continue
+        if max(x, y) < NOISE_PER_OP:
+            continue
+        ratio = max(x, y) / max(min(x, y), 1e-9)
+        if name in batched and tolerance / 100.0 < ratio - 1 <= BATCH_TOLERANCE:
+            notes.append('%s %.4f vs %.4f (one per batch: it follows the batching)'
+                         % (name, x, y))
+            verdict = 'EXPLAINED' if verdict == 'PASS' else verdict
+            continue
+        if ratio - 1 > max(tolerance / 100.0, BATCH_TOLERANCE if name in batched else 0):
+            worst.append('%s %.3f vs %.3f per op (%.2fx%s)' % (
+                label, x, y, ratio, ', at least 1.5x' if ratio >= 1.5 else ''))
+            verdict = 'FAIL'
+    fmt = lambda s: 'total %.3f, net %.3f' % (s.get('total', 0), sum(
+        s.get(k, 0) for k in ('sendto', 'recvfrom', 'sendmsg', 'recvmsg')))
+    row('7 syscalls per op', fmt(sa), fmt(sb), verdict,
+        '; '.join(worst + notes) if (worst or notes) else '')
+
+
+def _batching(a, b, row, tolerance, uncounted, na):
     if uncounted:
-        ba = bb = []
-        row('8 batching (req/send, resp/recv)', 'n/a', 'n/a', 'N/A', not_applicable.get(
+        row('8 batching (req/send, resp/recv)', 'n/a', 'n/a', 'N/A', na.get(
             '8 batching (req/send, resp/recv)', 'the connector keeps no batching counts'))
+        return
+
+    def batch(s):
+        return [(p['name'], p['batching'].get('requests_per_send') or 0,
+                 p['batching'].get('responses_per_recv') or 0) for p in _timed(s)['phases']]
+    ba, bb = batch(a), batch(b)
     # A batch is what one loop pass of the hub gathers: how many callers that pass
     # wakes follows the machine's load of the moment, so batch sizes within 1.5x are
     # explained; a connector that stopped batching on one side is 10x and more off.
@@ -300,16 +337,17 @@ def checks(a, b, tolerance, not_applicable=None):
     moved = ['%s %s %.1f vs %.1f' % p for p in pairs
              if tolerance / 100.0 < batch_ratio(p[2], p[3]) - 1 <= BATCH_TOLERANCE]
     fmt_b = lambda bs: ', '.join('%s %.1f/%.1f' % x for x in bs)
-    if not uncounted:
-        if off:
-            row('8 batching (req/send, resp/recv)', fmt_b(ba), fmt_b(bb), 'FAIL', '; '.join(off))
-        elif moved:
-            row('8 batching (req/send, resp/recv)', fmt_b(ba), fmt_b(bb), 'EXPLAINED',
-                'within 1.5x: a batch is what one loop pass gathers, which the machine\'s '
-                'load moves (%s)' % '; '.join(moved))
-        else:
-            row('8 batching (req/send, resp/recv)', fmt_b(ba), fmt_b(bb), 'PASS', '')
-    # 9. result checksums and row counts
+    if off:
+        row('8 batching (req/send, resp/recv)', fmt_b(ba), fmt_b(bb), 'FAIL', '; '.join(off))
+    elif moved:
+        row('8 batching (req/send, resp/recv)', fmt_b(ba), fmt_b(bb), 'EXPLAINED',
+            'within 1.5x: a batch is what one loop pass gathers, which the machine\'s '
+            'load moves (%s)' % '; '.join(moved))
+    else:
+        row('8 batching (req/send, resp/recv)', fmt_b(ba), fmt_b(bb), 'PASS', '')
+
+
+def _checksums(a, b, row):
     def sums(s):
         return [(p['name'], p['checksum'], p['ok'], p['misses']) for p in s.result['phases']]
     ca, cb = sums(a), sums(b)
@@ -317,23 +355,35 @@ def checks(a, b, tolerance, not_applicable=None):
     fmt_c = lambda cs: ', '.join('%s %s ok %d miss %d' % (n, c[-8:], o, m) for n, c, o, m in cs)
     row('9 result checksums, row counts', fmt_c(ca), fmt_c(cb), 'FAIL' if cdiff else 'PASS',
         'results differ in: %s' % ', '.join(cdiff) if cdiff else '')
-    # 10. deliberate errors
+
+
+def _errors_by_kind(a, b, row):
     ea, eb = a.probe['errors'], b.probe['errors']
     fmt_e = lambda e: ', '.join('%s x%d' % kv for kv in sorted(e.items()))
     row('10 errors by kind', fmt_e(ea), fmt_e(eb), 'PASS' if ea == eb else 'FAIL',
         '' if ea == eb else 'the same failing ops failed differently')
-    # 11. throughput
-    ta_ = [p['ops_per_sec'] for p in timed(a)['phases']]
-    tb_ = [p['ops_per_sec'] for p in timed(b)['phases']]
-    ratios = [max(x, y) / max(min(x, y), 1e-9) for x, y in zip(ta_, tb_)]
-    fmt_t = lambda ts: ', '.join('{:,}'.format(int(t)) for t in ts)
-    worst = max(ratios) if ratios else 1
-    row('11 throughput ops/s (B/A)', fmt_t(ta_), fmt_t(tb_) + ' (%s)' % ', '.join(
+
+
+def _throughput(a, b, row):
+    """Row 11: ops/s and their ratio, judged by the client CPU per op.
+
+    At 100 greenlets the client is the bottleneck, so its ops/s is the share of a core it
+    got divided by its CPU per op: other work on the machine moves the first, not the
+    second. A missing C extension or a profiler left on shows in the CPU per op (3x and
+    more); ops/s judge only a result without CPU figures."""
+    pa, pb = _timed(a)['phases'], _timed(b)['phases']
+    ta_, tb_ = [p['ops_per_sec'] for p in pa], [p['ops_per_sec'] for p in pb]
+    ca, cb = [p.get('cpu_us_per_op') for p in pa], [p.get('cpu_us_per_op') for p in pb]
+    by_cpu = all(ca + cb)
+    xs, ys = (ca, cb) if by_cpu else (ta_, tb_)
+    worst = max([max(x, y) / max(min(x, y), 1e-9) for x, y in zip(xs, ys)] or [1])
+    fmt_t = lambda ts, cs: ', '.join('{:,}'.format(int(t)) + (' (%.1f us/op)' % c if by_cpu else '')
+                                     for t, c in zip(ts, cs))
+    row('11 throughput ops/s (B/A)', fmt_t(ta_, ca), fmt_t(tb_, cb) + ' (%s)' % ', '.join(
         '%.2fx' % (y / x) for x, y in zip(ta_, tb_)),
         'FAIL' if worst >= 3 else 'PASS',
-        'a %.1fx gap: likely a missing C extension or a profiler left on' % worst
-        if worst >= 3 else '')
-    return rows
+        'a %.1fx gap in %s: likely a missing C extension or a profiler left on'
+        % (worst, 'client CPU per op' if by_cpu else 'ops/s') if worst >= 3 else '')
 
 
 # -- main -------------------------------------------------------------------------------

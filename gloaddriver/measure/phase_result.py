@@ -21,7 +21,7 @@ The JSON contract is report/result.schema.json (docs/result.md).
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver.measure import client_bound, outages, stats, syscalls, timeline
-from gloaddriver.measure.phase import (CONNECTION_KEYS, LATE_AFTER, batching, client_load,
+from gloaddriver.measure.window import (CONNECTION_KEYS, LATE_AFTER, batching, client_load,
                                        per_op_us, syscall_block, text)
 
 _MASK = (1 << 64) - 1
@@ -201,7 +201,7 @@ class PhaseResult(dict):
 
     @classmethod
     def recorded(cls, name, ops, window, reason, rate=None, excluded=()):
-        """From the per-op stats of a phase (the runner) and its measure.phase.Window.
+        """From the per-op stats of a phase (the runner) and its measure.window.Window.
 
         ``rate`` is (target, arrival, latency_limit) of an open-loop phase: then
         latency_us/histogram are from the intended start (corrected for coordinated

@@ -34,7 +34,7 @@ from __future__ import absolute_import, division, print_function
 import gevent
 
 from gloaddriver.measure import stats, syscalls
-from gloaddriver.measure.phase import text
+from gloaddriver.measure.window import text
 
 MAX_ROWS = 600
 _COUNTS = ('attempted', 'ok', 'errors')

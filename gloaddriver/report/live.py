@@ -30,7 +30,7 @@ import time
 from gloaddriver import errors
 from gloaddriver.py23 import clock
 from gloaddriver.measure import client_bound, procfs, stats
-from gloaddriver.measure.phase import cpu_seconds
+from gloaddriver.measure.window import cpu_seconds
 
 PERCENTILES = ('p50', 'p90', 'p95', 'p99', 'p999', 'max')
 # Prometheus quantile label of each percentile (max is the 1 quantile).

@@ -40,7 +40,7 @@ class Phase(object):
 
     Set by the runner: ``index``, ``spec`` (workload.Phase), ``name``, ``ops`` (its
     OpStats), ``budget`` and ``failed`` (the error path the loops take); ``window``
-    (measure.phase.Window) and ``timeline`` once the window opened; ``rows`` (the
+    (measure.window.Window) and ``timeline`` once the window opened; ``rows`` (the
     whole timeline) at the end. A listener may set ``excluded`` (syscalls of its own,
     left out of the client's syscalls/op) and, in ``opened``, replace ``loops`` (worker
     -> (open, single, mix) loops), ``schedule`` (the open loop's start times, called as

@@ -103,6 +103,20 @@ def _run_children(children, interrupted, on_go=None):
     return parts, codes, messages
 
 
+def _share(config, i, n):
+    """Child i's part of the run: its shard, its ops, its rate, its Prometheus port."""
+    load = config.load
+    args = ['--shard', '%d/%d' % (i, n), '--ops', str(_split(load.ops, n, i))]
+    if load.rate:   # --rate is the whole run's: each process takes its share
+        args += ['--rate', repr(load.rate / n)]
+    live = config.output.live
+    if live is not None and live.prometheus is not None:   # an endpoint each
+        host = live.prometheus.host or '0.0.0.0'
+        args += ['--prometheus-port=%s:%d' % ('[%s]' % host if ':' in host else host,
+                                              live.prometheus.port + i)]
+    return args
+
+
 def run(config, argv, out=None):
     from gloaddriver import backends
     from gloaddriver.measure import run_result
@@ -135,15 +149,7 @@ def run(config, argv, out=None):
                 injector = Injector(config.target.faults, server)
         for i in range(n):
             path = os.path.join(tmp, '%d.json' % i)
-            args = base + ['--shard', '%d/%d' % (i, n), '--ops', str(_split(load.ops, n, i)),
-                           '--json', path]
-            if load.rate:   # --rate is the whole run's: each process takes its share
-                args += ['--rate', repr(load.rate / n)]
-            live = config.output.live
-            if live is not None and live.prometheus is not None:   # an endpoint each
-                host = live.prometheus.host or '0.0.0.0'
-                args += ['--prometheus-port=%s:%d' % ('[%s]' % host if ':' in host else host,
-                                                      live.prometheus.port + i)]
+            args = base + _share(config, i, n) + ['--json', path]
             # Their own session: a terminal's Ctrl-C reaches the parent only, which
             # passes it on once (two would make a child quit at once); and killed
             # with the parent, however it dies.

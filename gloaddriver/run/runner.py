@@ -15,7 +15,7 @@ import gevent
 
 from gloaddriver import errors
 from gloaddriver.py23 import clock, spawn_named
-from gloaddriver.measure import phase as shape
+from gloaddriver.measure.window import LATE_AFTER, Window
 from gloaddriver.measure import stats, syscalls
 from gloaddriver.measure.ledger import Ledger
 from gloaddriver.measure.outages import OutageWatch
@@ -121,9 +121,6 @@ class Schedule(object):
         t = self.next_at
         self.next_at = t + (self.rng.expovariate(self.rate) if self.poisson else self.interval)
         return t
-
-
-LATE_AFTER = shape.LATE_AFTER
 
 
 def _run_open(budget, pick, schedule, limit, clock=clock):
@@ -312,7 +309,7 @@ class Run(object):
         """Open the measured window: counters first, then what is measured with the phase
         (the outage watch, the listeners' opened: the profiler starts inside it)."""
         self.perf.enable()
-        window = phase.window = shape.Window(self.counter, self.backend.io_counts).open()
+        window = phase.window = Window(self.counter, self.backend.io_counts).open()
         phase.timeline = Timeline(phase.ops, self.counter, window.t0, window.sys0)
         phase.budget.watch = self._watch = OutageWatch(
             phase.ops, window.t0, self.timeout, self.backend.reconnects,

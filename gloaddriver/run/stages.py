@@ -36,7 +36,7 @@ from gevent.event import Event
 
 from gloaddriver.py23 import clock, spawn_named
 from gloaddriver.measure import stats
-from gloaddriver.measure.phase import LATE_AFTER
+from gloaddriver.measure.window import LATE_AFTER
 from gloaddriver.run.hooks import Listener
 
 TICK = 0.01    # how often the driver moves the gate: a target is at most this late

@@ -253,3 +253,31 @@ def test_the_unused_checker_sees_definitions_and_uses():
 def test_no_module_level_name_is_unused():
     unused = _unused()
     assert not unused, 'defined, never used:\n' + '\n'.join(unused)
+
+
+# Longer functions allowed, and why (docs/architecture.md, "Function length"): the
+# argparse declarations are one flat list of flags. The hot loops (run/runner.py's
+# _run_single, _run_mix, _run_open) are under the limit and stay inline for speed.
+LONG_ALLOWED = {('gloaddriver/config/flags.py', 'build_parser')}
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_is_over_80_lines():
+    root = os.path.dirname(os.path.dirname(gloaddriver.__file__))
+    long_ones = set()
+    for folder, _dirs, files in os.walk(os.path.dirname(gloaddriver.__file__)):
+        for name in files:
+            if not name.endswith('.py'):
+                continue
+            path = os.path.join(folder, name)
+            with io.open(path, encoding='utf-8') as f:
+                lines = f.read()
+            tree = ast.parse(lines)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef):
+                    # the end: the last line of the deepest last statement
+                    end = max(getattr(n, 'lineno', 0) for n in ast.walk(node))
+                    if end - node.lineno + 1 > MAX_FUNCTION_LINES:
+                        long_ones.add((os.path.relpath(path, root).replace(os.sep, '/'),
+                                       node.name))
+    assert long_ones == LONG_ALLOWED

@@ -15,10 +15,11 @@ PHASES = ('insert', 'select', 'update')
 OPS = 1000
 
 
-def _phase(name, ops_per_sec=20000.0):
+def _phase(name, ops_per_sec=20000.0, cpu_us_per_op=40.0):
     return {
         'name': name, 'attempted': OPS, 'ok': OPS, 'misses': 0,
         'checksum': '00000000deadbeef', 'ops_per_sec': ops_per_sec,
+        'cpu_us_per_op': cpu_us_per_op,
         'syscalls': {'source': 'perf_event',
                      'counts': {'total': 3000, 'sendto': 100, 'recvfrom': 100,
                                 'epoll_wait': 200, 'getpid': 100}},
@@ -171,13 +172,31 @@ def test_different_stored_digests_fail_row_3():
 @pytest.mark.parametrize('factor,verdict', [(3.0, 'FAIL'), (1 / 3.0, 'FAIL'), (2.9, 'PASS'),
                                             (0.4, 'PASS')])
 def test_a_3x_throughput_gap_fails_row_11(factor, verdict):
+    # A side that costs 3x the CPU per op (no C extension, a profiler left on).
     a, b = pair()
     b.result['phases'][1]['ops_per_sec'] *= factor
+    b.result['phases'][1]['cpu_us_per_op'] /= factor
     rows = verdicts(a, b)
     assert rows['11']['verdict'] == verdict
     assert changed(rows, 'FAIL') == (['11'] if verdict == 'FAIL' else [])
     if verdict == 'FAIL':
-        assert rows['11']['why'].startswith('a 3.0x gap')
+        assert rows['11']['why'].startswith('a 3.0x gap in client CPU per op')
+
+
+def test_row_11_judges_cpu_per_op_so_a_busy_machine_does_not_fail_it():
+    # One side got a quarter of a core (other work on the machine) at the same CPU per
+    # op: its ops/s fell 4x, and that is the machine's, not the interpreter's.
+    a, b = pair()
+    for p in a.result['phases']:
+        p['ops_per_sec'] /= 4
+    rows = verdicts(a, b)
+    assert rows['11']['verdict'] == 'PASS' and '4.00x' in rows['11']['B']
+    # Results without CPU figures are judged by ops/s, as before.
+    for s in (a, b):
+        for p in s.result['phases']:
+            p['cpu_us_per_op'] = None
+    assert verdicts(a, b)['11']['verdict'] == 'FAIL'
+    assert verdicts(a, b)['11']['why'].startswith('a 4.0x gap in ops/s')
 
 
 def test_without_connection_counts_rows_6_and_8_are_not_applicable():
@@ -284,7 +303,7 @@ def test_timing_rows_judge_the_medians_of_the_rounds():
     # One round of B ran while the machine was busy (4x slower, batches 4x smaller):
     # the median of three rounds is B's ordinary figure, and rows 7, 8, 11 pass.
     a, b = pair()
-    slow = {'phases': [dict(_phase(n, ops_per_sec=5000.0),
+    slow = {'phases': [dict(_phase(n, ops_per_sec=5000.0, cpu_us_per_op=160.0),
                             batching={'requests_per_send': 2.5, 'responses_per_recv': 2.5},
                             syscalls={'source': 'perf_event',
                                       'counts': {'total': 12000, 'sendto': 400,

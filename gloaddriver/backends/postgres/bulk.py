@@ -23,7 +23,7 @@ from gloaddriver.py23 import clock, text_type
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres import pool as pgpool
 from gloaddriver.measure import stats
-from gloaddriver.measure.phase import Window
+from gloaddriver.measure.window import Window
 from gloaddriver.measure.phase_result import Counts, PhaseResult
 
 ROW_CONNECT_CAP = 1000    # with --method all: a new connection per row is ~100 rows/s
