@@ -192,3 +192,19 @@ def test_bench_peers_table_and_json(tmpdir):
         # with overlap per half of it.
         bound = 0.45 if r['client'] == 'gloaddriver' else 0.25
         assert r['network_per_op'] is None or r['network_per_op'] <= bound, r
+
+
+def test_bench_revisions_table_and_json(tmpdir):
+    # The same checkout on both sides: a smoke test of the rounds and the table.
+    path = str(tmpdir.join('r.json'))
+    rc, out, err = run('bench_revisions.py', [
+        '--a', ROOT, '--b', ROOT, '--python-a', sys.executable, '--python-b', sys.executable,
+        '--rounds', '2', '--out', path, '--', '--spawn', '--greenlets', '10',
+        '--phases', 'insert,select', '--ops', '2000'])
+    assert rc == 0, err
+    data = json.load(open(path))
+    assert len(data['rounds']) == 2
+    for rd in data['rounds']:
+        assert sorted(rd['A']) == sorted(rd['B']) == ['insert', 'select']
+        assert all(f['ops_per_sec'] > 0 for side in rd.values() for f in side.values())
+    assert 'B/A per round' in out and 'cpu_us_per_op' in out
