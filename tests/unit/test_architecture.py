@@ -216,9 +216,12 @@ def _used(tree):
             out.add(node.attr)
         elif isinstance(node, ast.alias):
             out.update(node.name.split('.'))
-        elif isinstance(node, _STR) and id(node) not in docstrings and \
-                isinstance(getattr(node, 's', None), (str, type(u''))):
-            out.update(_WORD.findall(node.s))
+        elif isinstance(node, _STR) and id(node) not in docstrings:
+            # ast.Constant's value (3.8 and later; .s is deprecated), ast.Str's s (2.7)
+            text = node.value if hasattr(ast, 'Constant') and isinstance(node, ast.Constant) \
+                else node.s
+            if isinstance(text, (str, type(u''))):
+                out.update(_WORD.findall(text))
     return out
 
 

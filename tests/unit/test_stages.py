@@ -321,7 +321,11 @@ def test_an_open_loop_ramp_achieves_each_stage_rate():
     stages_add_up(p)
     rows = p['timeline']
     assert all('target' in r and 'active' not in r for r in rows)
-    assert rows[0]['target'] < 1000 and max(r['target'] for r in rows) == 1500.0
+    # A row's target is the ramp's as of the row's end (t), however late a busy machine
+    # let the ticker close it: here 1500/s x t / 0.4 s until the peak.
+    first = rows[0]
+    assert abs(first['target'] - 1500.0 * min(first['t'], 0.4) / 0.4) < 75
+    assert max(r['target'] for r in rows) == 1500.0
 
 
 def test_an_open_loop_ramp_to_zero_ends_on_time():
