@@ -14,35 +14,17 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
-from benchlib import median, out_path
+from benchlib import driver, median, out_path
 
 DEFAULT_ARGS = ['--spawn', '--greenlets', '100', '--phases', 'insert,select', '--ops', '200000']
 
 
 def run_one(root, python, args):
     """One driver run from checkout ``root``: its phases by name, or None if it failed."""
-    fd, path = tempfile.mkstemp(suffix='.json')
-    os.close(fd)
-    try:
-        p = subprocess.Popen([python, '-m', 'gloaddriver', '--progress', '0', '--json', path] +
-                             args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root,
-                             env=dict(os.environ, PYTHONPATH=root))
-        _out, err = p.communicate()
-        with open(path) as f:
-            result = json.load(f)
-    except ValueError:
-        result = None
-    finally:
-        os.unlink(path)
-    if p.returncode != 0 or result is None:
-        sys.stderr.write('run failed in %s (exit %s): %s\n'
-                         % (root, p.returncode, err.decode('utf-8', 'replace')[-400:]))
-        return None
-    return dict((ph['name'], ph) for ph in result['phases'])
+    result = driver(python, args, None, root=root)
+    return None if result is None else dict((ph['name'], ph) for ph in result['phases'])
 
 
 def figures(phase):

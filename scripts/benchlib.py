@@ -18,18 +18,22 @@ def median(values):
     return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
 
 
-def driver(python, args, password, while_running=None, stderr_lines=False):
+def driver(python, args, password, while_running=None, stderr_lines=False, root=ROOT):
     """``python -m gloaddriver ARGS`` in a process of its own; its JSON result, or None
     (with ``stderr_lines``: and the non-empty lines it wrote on stderr).
 
     ``while_running`` is called once the process has started (to pause a server mid-run,
-    say). A failed run is reported on stderr with its exit code and last words.
+    say). ``root``: the checkout whose gloaddriver runs (this one by default).
+    ``password`` None: none is set (a --spawn run makes its own). A failed run is
+    reported on stderr with its exit code and last words.
     """
     fd, path = tempfile.mkstemp(suffix='.json')
     os.close(fd)
-    env = dict(os.environ, GLOADDRIVER_PASSWORD=password, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=root)
+    if password is not None:
+        env['GLOADDRIVER_PASSWORD'] = password
     p = subprocess.Popen([python, '-m', 'gloaddriver', '--progress', '0', '--json', path] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=root)
     if while_running is not None:
         while_running()
     _out, err = p.communicate()
