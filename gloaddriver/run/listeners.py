@@ -7,7 +7,6 @@ the comments there say why.
 """
 from __future__ import absolute_import, division, print_function
 
-from gloaddriver.measure import client_bound
 from gloaddriver.measure.server_metrics import Poller
 from gloaddriver.run import verify
 from gloaddriver.run.hooks import Listener
@@ -183,7 +182,7 @@ class Warnings(Listener):
     under --stages the target moves, and the schedule-lag judgement knows it)."""
 
     def end(self, phase, result):
-        result['warnings'] = client_bound.phase_warnings(result)
+        result.judge()
 
 
 def for_run(config, profiler=None, faults=None, server_metrics=None, ledger=None, live=None,

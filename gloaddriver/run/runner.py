@@ -216,7 +216,13 @@ class Run(object):
         if self.load.warmup > 0:
             self._warmup()
         for index, spec in enumerate(self.load.phases):
-            self.phases.append(self._run_phase(index, spec))
+            try:
+                self.phases.append(self._run_phase(index, spec))
+            except errors.OpError as e:
+                # The server or network failed where no op could count it (a phase's
+                # setup): the phases that ran are kept and written, the run is aborted
+                # (the verdict says why).
+                self.aborted = 'phase %s could not run: %s' % (spec.name, e)
             if self.aborted:
                 break
         if self.ledger is not None and self.aborted != errors.INTERRUPTED:
@@ -292,10 +298,9 @@ class Run(object):
             st.check()
         if budget.reason not in (None, 'duration'):
             self.aborted = budget.reason
-        excluded = phase.excluded
         result = PhaseResult.recorded(
             spec.name, ops, window, self.counter.reason,
-            (cfg.rate, cfg.arrival, cfg.latency_limit) if cfg.rate else None, excluded)
+            (cfg.rate, cfg.arrival, cfg.latency_limit) if cfg.rate else None, phase.excluded)
         result['timeline'] = rows
         result['outages'] = outages
         result['keys'] = keys.covered()

@@ -336,6 +336,24 @@ def test_the_postgres_pool_times_out_through_a_pause_and_goes_on(tmpdir):
     assert res['verify']['acknowledged_lost'] == 0
 
 
+def test_a_postgres_server_unreachable_as_the_next_phase_starts(pg_proxy, tmpdir):
+    """The select phase begins while the network is down (its sampler's connection is
+    made then): the run goes on, and the insert phase that ran is written."""
+    server, proxy = pg_proxy
+    dsn = server.dsn.replace('port=%d' % server.port, 'port=%d' % proxy.port)
+    rc, err, res, took = drive(['--backend', 'postgres', '--dsn', dsn, '--init', '--phases',
+                                'insert,select', '--ops', '0', '--duration', '2', '--rate',
+                                '500', '--timeout', '0.5'], tmpdir,
+                               # Down from 1 s to 2.8 s into the run: the phases change at
+                               # 2 s, with 1 s of slack before and 0.8 s after.
+                               faults=[(1.0, _set(proxy, 'down')), (2.8, _set(proxy, 'pass'))])
+    assert 'Traceback' not in err and took < 30, err
+    assert rc in (0, 1) and not res['aborted'], (rc, res['aborted'], err[-2000:])
+    assert_accounted(res)
+    insert, sel = res['phases']
+    assert insert['ok'] > 0 and sel['timeline'][-1]['ok'] > 0
+
+
 @pytest.mark.parametrize('mode', ['cut', 'trickle'])
 def test_the_postgres_pool_through_a_cut_or_a_trickle(mode, pg_proxy, tmpdir):
     server, proxy = pg_proxy

@@ -115,13 +115,18 @@ class PeakMonitor(object):
         self._greenlet = None
 
     def start(self):
+        """Begin sampling. Never fails: when its connection (its own, outside the pool)
+        cannot be made now, its greenlet retries, so a server that is down or a
+        network cut between phases costs samples, not the run."""
         self.peak = 0
-        self._item = self.pool.connect(setup=False)   # its own connection, outside the pool
-        pgpool.name_monitor(self._item)
+        self._connect_once()   # here when it can: not inside the measured window
         self._greenlet = spawn_named('pg-monitor', self._loop)
 
     def _loop(self):
         while True:
+            if self._item is None and not self._connect_once():
+                gevent.sleep(0.2)
+                continue
             try:
                 self._item.cur.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -133,31 +138,37 @@ class PeakMonitor(object):
             except psycopg2.Error:
                 # Its connection was killed (or the server restarted): keep
                 # sampling on a new one rather than go blind for the phase.
-                self._reconnect()
+                self._drop()
             gevent.sleep(0.05)
 
-    def _reconnect(self):
-        pgpool.forget(self._item.fd)
+    def _connect_once(self):
+        """A named connection of its own in ``_item``; False when it cannot be had now."""
         try:
-            self._item.conn.close()
+            item = self.pool.connect(setup=False)
+        except errors.OpError:
+            return False
+        self._item = item
+        try:
+            pgpool.name_monitor(item)
+        except psycopg2.Error:
+            self._drop()
+            return False
+        return True
+
+    def _drop(self):
+        item, self._item = self._item, None
+        pgpool.forget(item.fd)
+        try:
+            item.conn.close()
         except psycopg2.Error:
             pass
-        while True:
-            try:
-                self._item = self.pool.connect(setup=False)
-                pgpool.name_monitor(self._item)
-                return
-            except errors.OpError:
-                gevent.sleep(0.2)
 
     def stop(self):
         if self._greenlet is not None:
             self._greenlet.kill()
             self._greenlet = None
         if self._item is not None:
-            pgpool.forget(self._item.fd)
-            self._item.conn.close()
-            self._item = None
+            self._drop()
         return self.peak
 
 
