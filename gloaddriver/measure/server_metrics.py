@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 import os
 
 import gevent
+from gevent.hub import getcurrent
 
 from gloaddriver.py23 import clock, spawn_named
 from gloaddriver.measure import procfs
@@ -48,18 +49,22 @@ class ServerMetrics(object):
         self.charts = list(charts)
         self.pid = pid
         self.error = None
+        self._sampling = None   # the greenlet inside the sampler now, if any
 
     def sample(self, cpu=False, timeout=1.0):
         """Cumulative counters, or None when the server does not answer within
         ``timeout``; with cpu, also the spawned server's CPU time (scans /proc: done
         at phase boundaries only, outside the client's syscall window)."""
         s = None
+        self._sampling = getcurrent()
         try:
             with gevent.Timeout(timeout, False):   # False: leave the block quietly
                 s = self._sampler()
         except Exception as e:   # the server may be down: metrics are best effort
             self.error = str(e)
             return None
+        finally:
+            self._sampling = None
         if s is None:
             self.error = 'no answer within %.1f s' % timeout
             return None
@@ -100,6 +105,13 @@ class ServerMetrics(object):
         return text
 
     def close(self):
+        """Close the sampler's connection once no sample is out on it. A greenlet parked
+        in a psycopg2 query holds that connection's lock, and a close from another
+        greenlet of the same thread would wait for that lock for ever: the sample is
+        ended first (a Poller's, still out at the run's end)."""
+        g = self._sampling
+        if g is not None and g is not getcurrent() and hasattr(g, 'kill'):
+            g.kill()
         self._close()
 
 

@@ -250,3 +250,47 @@ def test_postgres_spawn_runs_the_default_kv_job():
     assert rc == 0, err
     assert res['manifest']['server']['spawned'] is True and res['manifest']['server']['ssl'] == 'off'
     assert [p['name'] for p in res['phases']] == ['insert', 'select', 'update', 'delete']
+
+
+_CLOSE_WHILE_SAMPLING = r'''
+import os, signal, sys
+from gevent import monkey; monkey.patch_all()
+import gevent
+from gloaddriver.backends.postgres import metrics, pool as pgpool
+pgpool.install('cached')
+pool = pgpool.Pool(sys.argv[1], 1)
+m = metrics.sampler(pool)
+assert m.sample() is not None
+item = pool.connect(setup=False)
+item.cur.execute('SELECT pid FROM pg_stat_activity WHERE application_name = %s',
+                 (pgpool.MONITOR_NAME,))
+(pid,) = item.cur.fetchone()
+os.kill(pid, signal.SIGSTOP)   # the sampler's own backend stops answering
+try:
+    g = gevent.spawn(m.sample, timeout=60)
+    gevent.sleep(0.3)
+    assert not g.dead          # parked inside its query
+    m.close()
+    print('closed; the sample ended: %s' % g.dead)
+finally:
+    os.kill(pid, signal.SIGCONT)
+'''
+
+
+def test_server_metrics_close_while_a_sample_is_out(pg):
+    """A run's end closes the sampler's connection while a server-metrics sample may be
+    parked in its query (the server slow, paused or cut): the close ends that sample and
+    returns. It used to wait for ever on psycopg2's connection lock (one thread, two
+    greenlets), and the run never ended."""
+    p = subprocess.Popen([sys.executable, '-c', _CLOSE_WHILE_SAMPLING, pg.dsn], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    deadline = time.time() + 30   # 2 s when it works
+    while p.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    if p.poll() is None:
+        p.kill()
+        p.communicate()
+        pytest.fail('close() hung while a sample was out')
+    out, err = p.communicate()
+    assert p.returncode == 0 and b'closed; the sample ended: True' in out, err
