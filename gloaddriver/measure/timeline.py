@@ -123,7 +123,10 @@ class Timeline(object):
         if len(self.rows) >= MAX_ROWS and self._filled >= self._span:
             rows = []
             for i in range(0, len(self.rows), 2):
-                rows.append(combine_consecutive(*self.rows[i:i + 2]))
+                pair = self.rows[i:i + 2]
+                # One left over when the count is odd: a compaction cut short (the
+                # ticker killed at a yield below as the phase ends) leaves a row more.
+                rows.append(combine_consecutive(*pair) if len(pair) == 2 else pair[0])
                 # ~1 ms each: let the workers run between them
                 gevent.sleep(0)
             self.rows = rows

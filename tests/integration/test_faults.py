@@ -136,14 +136,20 @@ def test_the_sync_connector_reports_its_outage_too(tmpdir):
 def test_kill_and_start_postgres_loses_nothing_with_synchronous_commit(tmpdir):
     rc, err, res, took = drive(['--backend', 'postgres', '--spawn', '--init', '--wal-mode',
                                 'fsync', '--phases', 'insert', '--ops', '0',
-                                '--duration', '2.5', '--fault', 'kill@1.2s,start@2s',
+                                '--duration', '4', '--fault', 'kill@1.2s,start@1.8s',
                                 '--verify'], tmpdir)
     assert 'Traceback' not in err
     assert_accounted(res)
     insert = res['phases'][0]
     (o,) = insert['outages']
-    assert abs(o['duration'] - fault_length(res, 'kill', 'start')) <= 0.5, (o, res['faults'])
-    assert o['reconnects'] >= 1 and not o['open']
+    ev = dict((f['action'], f) for f in res['faults'])
+    if ev['start']['t'] + ev['start']['took'] < 4 - 0.5:
+        # Back inside the phase. A start with crash recovery takes about a second here;
+        # on a loaded machine one took over 4, and the outage then lasts to the end.
+        assert abs(o['duration'] - fault_length(res, 'kill', 'start')) <= 0.5, (o, ev)
+        assert o['reconnects'] >= 1 and not o['open']
+    else:
+        assert o['duration'] >= 4 - ev['kill']['t'] - 0.5, (o, ev)
     v = res['verify']
     assert v['acknowledged_lost'] == 0 and v['corrupt'] == 0 and v['checked'] > 0, v
 

@@ -225,22 +225,29 @@ def test_a_workload_it_does_not_run_is_refused_before_the_run(pg):
 def test_a_server_killed_and_started_mid_run(tmpdir):
     rc, err, res, took = drive(['--backend', 'postgres', '--spawn', '--init', '--connector',
                                 'pipelined', '--wal-mode', 'fsync', '--greenlets', '16',
-                                '--phases', 'insert', '--ops', '0', '--duration', '2.5',
-                                '--fault', 'kill@1.2s,start@2s', '--verify'], tmpdir)
+                                '--phases', 'insert', '--ops', '0', '--duration', '4',
+                                '--fault', 'kill@1.2s,start@1.8s', '--verify'], tmpdir)
     assert 'Traceback' not in err and rc == 1, err
     assert_accounted(res)
     (insert,) = res['phases']
     (o,) = insert['outages']
-    assert o['reconnects'] >= 1 and not o['open'] and o['failed'] + o['timed_out'] > 0, o
-    ev = dict((f['action'], f) for f in res['faults'])
-    assert abs(o['duration'] - (ev['start']['t'] + ev['start']['took'] - ev['kill']['t'])) <= 0.5
+    assert o['failed'] + o['timed_out'] > 0, o
     # A lost socket is 'network'; a backend that saw its postmaster die first may say
     # 57P01 (SIGKILL reaches the server's processes one by one). Both are the outage.
     assert insert['errors'] and all(
         k in ('network', 'timeout') or (k.startswith('server:') and is_outage(k[7:]))
         for k in insert['errors']), insert['errors']
-    assert insert['connection']['reconnects'] >= 2      # both connections came back
-    assert insert['timeline'][-1]['ok'] > 0             # and served again
+    ev = dict((f['action'], f) for f in res['faults'])
+    back = ev['start']['t'] + ev['start']['took']   # the server accepted logins again
+    if back < 4 - 0.5:
+        # Back inside the phase (a start with crash recovery takes about a second here;
+        # on a loaded machine it took over 4): found again, and served.
+        assert o['reconnects'] >= 1 and not o['open'], o
+        assert abs(o['duration'] - (back - ev['kill']['t'])) <= 0.5, (o, ev)
+        assert insert['connection']['reconnects'] >= 2      # both connections came back
+        assert insert['timeline'][-1]['ok'] > 0             # and served again
+    else:
+        assert o['duration'] >= 4 - ev['kill']['t'] - 0.5, (o, ev)   # down to the end
     v = res['verify']
     assert v['acknowledged_lost'] == 0 and v['corrupt'] == 0 and v['checked'] > 0, v
 

@@ -3,6 +3,8 @@ from __future__ import absolute_import, division, print_function
 
 import random
 
+import gevent
+
 from gloaddriver.measure import stats, timeline
 from gloaddriver.report import dashboard, html as html_report
 from gloaddriver.measure.timeline import Timeline
@@ -81,6 +83,31 @@ def test_a_long_run_halves_its_resolution_and_loses_nothing(monkeypatch):
     # 37 ticks in at most 8 rows: 8 ticks a row, all equal but the last
     spans = [r['seconds'] for r in rows[:-1]]
     assert max(spans) - min(spans) < 1e-6 and spans[0] == 8 * 0.5
+
+
+def test_a_compaction_cut_short_as_the_phase_ends_loses_nothing(monkeypatch):
+    """The ticker's compaction yields between rows, and the phase's end kills the ticker
+    there: the last row then comes onto an odd count of rows."""
+    monkeypatch.setattr(timeline, 'MAX_ROWS', 8)
+    st = stats.OpStats('select')
+    tl = Timeline([st], _NoCounters(), 0.0, 0)
+
+    def tick(now):
+        st.attempted += 3
+        st.lat[100] += 3
+        return tl.close_interval(now, None)
+    for i in range(7):
+        tick(i + 1.0)
+    ticker = gevent.spawn(tick, 8.0)   # its row starts a compaction...
+    gevent.sleep(0)
+    ticker.kill()                      # ...killed at the compaction's first yield
+    st.attempted += 1
+    st.lat[200] += 1
+    rows = tl.finish(8.5, None)
+    assert len(rows) == 5
+    assert sum(r['attempted'] for r in rows) == st.attempted == 25
+    assert sum(r['ok'] for r in rows) == 25 and rows[-1]['latency_us']['max'] == 200
+    assert abs(sum(r['seconds'] for r in rows) - 8.5) < 1e-6
 
 
 def test_concurrent_timelines_add_row_by_row():
