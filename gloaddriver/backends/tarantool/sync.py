@@ -179,10 +179,22 @@ class _Translated(object):
 
 
 def _spawn_all(fns):
-    """Run fns concurrently; re-raise the first error."""
-    jobs = [gevent.spawn(fn) for fn in fns]
+    """Run fns (each opens a connection) concurrently: their connections, or the first
+    error raised after closing the ones that opened. Each greenlet catches its own
+    error: one that dies of it has gevent print its traceback, and a server that
+    cannot be reached must be one line, not a traceback per connection."""
+    def guarded(fn):
+        try:
+            return fn(), None
+        except Exception as e:
+            return None, e
+    jobs = [gevent.spawn(guarded, fn) for fn in fns]
     gevent.joinall(jobs)
-    for j in jobs:
-        if j.exception is not None:
-            raise j.exception
-    return [j.value for j in jobs]
+    done = [j.value for j in jobs]
+    failed = [e for _conn, e in done if e is not None]
+    if failed:
+        for conn, _e in done:
+            if conn is not None:
+                conn.close()
+        raise failed[0]
+    return [conn for conn, _e in done]
