@@ -42,7 +42,10 @@ def _why_not():
     return None
 
 
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+# The first run on a clean machine debootstraps the base image and builds on it:
+# minutes before any load, so more than the watchdog's default deadline.
+pytestmark = [pytest.mark.skipif(_why_not() is not None, reason=str(_why_not())),
+              pytest.mark.deadline(1800)]
 
 
 def _script(name, env=None):

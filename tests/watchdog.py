@@ -1,0 +1,95 @@
+"""A deadline per test, so that a hang fails one test instead of stalling the suite.
+
+Most tests run the driver or a script as a child process and wait for it; a child
+that hangs (a deadlock at a run's end, found once by the busy suite) would otherwise
+hold CI until CI's own limit, and say nothing about where. Past the deadline the
+watchdog kills every process the test started (children and their descendants, not
+the session's shared servers, which were running before the test began): the test's
+``communicate()`` returns, and the test fails on the child's exit status with its
+stderr. A hang inside the test process itself is caught on Python 3 by faulthandler a
+minute later: it prints every thread's stack and ends the run.
+
+The deadline is generous (a test that runs past it is broken either way); a test that
+builds an image on a clean machine sets its own with ``@pytest.mark.deadline(seconds)``.
+"""
+from __future__ import absolute_import, division, print_function
+
+import os
+import signal
+import sys
+import threading
+
+DEFAULT_SECONDS = 600
+
+
+def children_of(pid):
+    """{pid: parent pid} of every process, read from /proc (no psutil)."""
+    parents = {}
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name) as f:
+                stat = f.read()
+        except (IOError, OSError):
+            continue   # ended while we looked
+        # The command name is in parentheses and may hold spaces: the fields after
+        # the last ')' are state, ppid, ...
+        parents[int(name)] = int(stat.rpartition(')')[2].split()[1])
+    return parents
+
+
+def descendants(pid, parents=None):
+    """Every process below ``pid``, nearest first."""
+    parents = children_of(pid) if parents is None else parents
+    found, frontier = [], [pid]
+    while frontier:
+        below = [c for c, p in parents.items() if p in frontier]
+        found.extend(below)
+        frontier = below
+    return found
+
+
+class Watchdog(object):
+    """Start before the test, ``stop()`` after. ``killed`` lists what it killed."""
+
+    def __init__(self, seconds, name='the test', out=None):
+        self.seconds = seconds
+        self.name = name
+        self.out = out or sys.stderr
+        self.killed = []
+        self._before = set(descendants(os.getpid()))
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._faulthandler = None
+
+    def start(self):
+        self._timer.start()
+        try:
+            import faulthandler   # Python 3 only; 2.7 keeps the child-process part
+        except ImportError:
+            return self
+        if not faulthandler.is_enabled():
+            faulthandler.enable()
+        faulthandler.dump_traceback_later(self.seconds + 60, exit=True)
+        self._faulthandler = faulthandler
+        return self
+
+    def stop(self):
+        self._timer.cancel()
+        if self._faulthandler is not None:
+            self._faulthandler.cancel_dump_traceback_later()
+
+    def _fire(self):
+        new = [p for p in descendants(os.getpid()) if p not in self._before]
+        # Parents first, so none of them starts a replacement for a killed child.
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                self.killed.append(pid)
+            except OSError:
+                pass
+        self.out.write('\nwatchdog: %s still running after %d s; killed the processes it '
+                       'started: %s\n' % (self.name, self.seconds,
+                                          ' '.join(str(p) for p in self.killed) or 'none'))
+        self.out.flush()
