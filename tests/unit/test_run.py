@@ -337,3 +337,27 @@ def test_the_cli_exits_1_when_ops_fail(capsys):
     assert code == 1
     assert 'insert: 4 x injected: injected failure of op 5' in captured.out
     assert '4 of 20 ops failed' in captured.err
+
+
+def test_a_phase_that_cannot_start_aborts_the_run_and_keeps_what_ran(tmpdir, capsys,
+                                                                       monkeypatch):
+    # A server error where no op can count it (the backend's phase setup): the run
+    # stops there as aborted, exit 1, and the phase that ran is still written.
+    started = fakebackend.MemoryBackend.phase_started
+
+    def phase_started(self):
+        if self.data:       # the inserts are in: the next phase's setup fails
+            raise errors.NetworkError('cannot reach the server')
+        return started(self)
+    monkeypatch.setattr(fakebackend.MemoryBackend, 'phase_started', phase_started)
+    path = str(tmpdir.join('r.json'))
+    code = cli.main(['--backend', 'memory', '--ops', '30', '--progress', '0', '--no-syscalls',
+                     '--json', path])
+    captured = capsys.readouterr()
+    assert code == 1
+    with io.open(path, encoding='utf-8') as f:
+        result = result_schema.read(f)
+    assert result['aborted'] == 'phase select could not run: cannot reach the server'
+    assert [(p['name'], p['ok']) for p in result['phases']] == [('insert', 30)]
+    assert 'phase select could not run' in captured.out + captured.err
+    assert 'Traceback' not in captured.err
