@@ -30,6 +30,44 @@ def decode_histogram(encoded):
     return HdrHistogram.decode(encoded)
 
 
+def values_at_percentiles(hist, percentiles):
+    """hdrh's ``get_value_at_percentile`` of each of ``percentiles`` (ascending), from
+    one walk over the counts instead of one per percentile.
+
+    The timeline closes a row per progress interval in the hub, and hdrh's walk is a
+    Python method call per count slot, tens of thousands of them per percentile: a
+    row's five percentiles held the hub 5 ms on 3.11 and 20 ms on 2.7, time the ops
+    in flight then carried as latency. Here the counts come out of their ctypes array
+    in slices (C), and the walk stops at the last percentile's slot.
+    """
+    # A decoded histogram may hold fewer count slots than its layout (hdrh reads the
+    # missing ones as 0).
+    limit = min(hist.counts_len, hist.encoder.payload.counts_len)
+    targets = [hist.get_target_count_at_percentile(p) for p in percentiles]
+    out = []
+    total = 0
+    k = 0
+    want = targets[0] if targets else None
+    base = 0
+    while base < limit and k < len(targets):
+        # Slices of 1024: latencies fill the low slots, and a slice of all 23,552
+        # would cost more than the walk.
+        for offset, count in enumerate(hist.counts[base:min(base + 1024, limit)]):
+            if not count:
+                continue
+            total += count
+            while total >= want:
+                value = hist.get_value_from_index(base + offset)
+                out.append(hist.get_highest_equivalent_value(value) if percentiles[k]
+                           else hist.get_lowest_equivalent_value(value))
+                k += 1
+                if k == len(targets):
+                    return out
+                want = targets[k]
+        base += 1024
+    return out + [0] * (len(targets) - k)   # an empty histogram, as hdrh says
+
+
 def latency_summary(hist, sum_us):
     """p50/p90/p95/p99/p99.9/max/mean in microseconds (None when empty).
 
@@ -39,7 +77,8 @@ def latency_summary(hist, sum_us):
     count = hist.get_total_count()
     if count == 0:
         return dict((name, None) for name, _pct in PERCENTILES + (('max', 0), ('mean', 0)))
-    out = dict((name, hist.get_value_at_percentile(pct)) for name, pct in PERCENTILES)
+    values = values_at_percentiles(hist, [pct for _name, pct in PERCENTILES])
+    out = dict((name, v) for (name, _pct), v in zip(PERCENTILES, values))
     out['max'] = hist.get_max_value()
     out['mean'] = round(sum_us / count, 1)
     return out

@@ -401,4 +401,4 @@ def _p99(rows):
     for r in rows:
         if r.get('histogram'):
             hist.add(stats.decode_histogram(r['histogram']))
-    return hist.get_value_at_percentile(99.0) if hist.get_total_count() else None
+    return stats.values_at_percentiles(hist, [99.0])[0] if hist.get_total_count() else None

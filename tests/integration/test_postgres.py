@@ -190,28 +190,40 @@ def test_missing_table_names_the_fix(pg):
 
 
 def _start(server, args):
+    """Start a run and return (process, JSON path) once its phase has run 0.5 s (its
+    first progress line): a fault timed from there hits the phase, not the --init
+    before it, however slowly the process started on a loaded machine."""
     import tempfile
     path = tempfile.mktemp(suffix='.json')
     env = dict(os.environ, PYTHONPATH=ROOT, GLOADDRIVER_PASSWORD=server.password)
     p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--backend', 'postgres', '--dsn',
-                          dsn_without_password(server), '--progress', '0', '--json', path] + args,
+                          dsn_without_password(server), '--progress', '0.5', '--json', path] + args,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    lines = []
+    while True:
+        line = p.stderr.readline().decode('utf-8', 'replace')
+        lines.append(line)
+        if not line or ' ops/s ' in line:
+            break
+    p.stderr_before = ''.join(lines)
     return p, path
 
 
 def _finish(p, path):
     out, err = p.communicate()
+    err = p.stderr_before + err.decode('utf-8', 'replace')
+    assert os.path.exists(path), 'no result (exit %s): %s' % (p.returncode, err[-2000:])
     with open(path) as f:
         res = result_schema.read(f)
     os.unlink(path)
-    return p.returncode, err.decode(), res
+    return p.returncode, err, res
 
 
 def test_killed_backends_are_replaced_and_the_run_goes_on(pg):
     t = table_name()
     p, path = _start(pg, ['--init', '--table', t, '--phases', 'insert', '--ops', '0',
                           '--duration', '3', '--keys', '100000000', '--greenlets', '6'])
-    time.sleep(1.2)
+    time.sleep(0.7)
     killed = query(pg, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
                        "datname = current_database() AND pid <> pg_backend_pid() AND "
                        "backend_type = 'client backend'")[0][0]
@@ -229,7 +241,7 @@ def test_killed_backends_are_replaced_and_the_run_goes_on(pg):
 def test_server_restart_mid_run(pg_own):
     p, path = _start(pg_own, ['--init', '--phases', 'insert', '--ops', '0', '--duration', '5',
                               '--keys', '100000000', '--timeout', '1', '--greenlets', '10'])
-    time.sleep(1.5)
+    time.sleep(1.0)
     pg_own.kill()
     time.sleep(1.0)
     pg_own.restart()
