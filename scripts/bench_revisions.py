@@ -5,7 +5,7 @@ Run by ``scripts/bench revisions --a DIR --b DIR [options] -- DRIVER ARGS``. Eac
 checkout runs with its own interpreter (DIR/.venv/py311/bin/python unless --python-a,
 --python-b) and its own code (PYTHONPATH=DIR, cwd DIR). Rounds go A B, B A, A B, ... so
 the machine's load of the moment lands on both alike. Per phase it prints the medians of
-ops/s, client CPU per op and p50, and B's ratio to A of the same round (median and
+ops/s, client CPU per op, p50, p99, p99.9 and max, and B's ratio to A of the same round (median and
 range); JSON goes to bench-results/revisions-*.json. Without DRIVER ARGS: a private
 Tarantool, 100 greenlets, insert and select of 200,000 ops.
 """
@@ -27,9 +27,14 @@ def run_one(root, python, args):
     return None if result is None else dict((ph['name'], ph) for ph in result['phases'])
 
 
+FIGURES = ('ops_per_sec', 'cpu_us_per_op', 'p50_us', 'p99_us', 'p999_us', 'max_us')
+
+
 def figures(phase):
+    lat = phase.get('latency_us') or {}
     return {'ops_per_sec': phase['ops_per_sec'], 'cpu_us_per_op': phase.get('cpu_us_per_op'),
-            'p50_us': phase['latency_us']['p50'] if phase.get('latency_us') else None}
+            'p50_us': lat.get('p50'), 'p99_us': lat.get('p99'), 'p999_us': lat.get('p999'),
+            'max_us': lat.get('max')}
 
 
 def main():
@@ -67,7 +72,7 @@ def main():
     fmt = '%-8s %-12s %12s %12s  %-22s'
     print(fmt % ('phase', 'figure', 'A median', 'B median', 'B/A per round: median (range)'))
     for name in rounds[0]['A']:
-        for key in ('ops_per_sec', 'cpu_us_per_op', 'p50_us'):
+        for key in FIGURES:
             xs = [rd['A'][name][key] for rd in rounds]
             ys = [rd['B'][name][key] for rd in rounds]
             if None in xs or None in ys:
