@@ -53,10 +53,14 @@ def descendants(pid, parents=None):
 class Watchdog(object):
     """Start before the test, ``stop()`` after. ``killed`` lists what it killed."""
 
-    def __init__(self, seconds, name='the test', out=None):
+    def __init__(self, seconds, name='the test', out=None, dump_to=None, grace=60):
         self.seconds = seconds
         self.name = name
         self.out = out or sys.stderr
+        # Where faulthandler writes the stacks: the run's own stderr, not the test's
+        # captured one, which is lost when faulthandler ends the process.
+        self.dump_to = dump_to or sys.stderr
+        self.grace = grace
         self.killed = []
         self._before = set(descendants(os.getpid()))
         self._timer = threading.Timer(seconds, self._fire)
@@ -69,9 +73,8 @@ class Watchdog(object):
             import faulthandler   # Python 3 only; 2.7 keeps the child-process part
         except ImportError:
             return self
-        if not faulthandler.is_enabled():
-            faulthandler.enable()
-        faulthandler.dump_traceback_later(self.seconds + 60, exit=True)
+        faulthandler.dump_traceback_later(self.seconds + self.grace, exit=True,
+                                          file=self.dump_to)
         self._faulthandler = faulthandler
         return self
 
@@ -89,7 +92,9 @@ class Watchdog(object):
                 self.killed.append(pid)
             except OSError:
                 pass
-        self.out.write('\nwatchdog: %s still running after %d s; killed the processes it '
-                       'started: %s\n' % (self.name, self.seconds,
-                                          ' '.join(str(p) for p in self.killed) or 'none'))
-        self.out.flush()
+        line = ('\nwatchdog: %s still running after %d s; killed the processes it started: '
+                '%s\n' % (self.name, self.seconds, ' '.join(str(p) for p in self.killed) or 'none'))
+        # In the test's captured stderr (shown with its failure), and at once in the log.
+        for out in [self.out] + ([self.dump_to] if self.dump_to is not self.out else []):
+            out.write(line)
+            out.flush()
