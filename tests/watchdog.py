@@ -22,9 +22,9 @@ import threading
 DEFAULT_SECONDS = 600
 
 
-def children_of(pid):
+def parents():
     """{pid: parent pid} of every process, read from /proc (no psutil)."""
-    parents = {}
+    found = {}
     for name in os.listdir('/proc'):
         if not name.isdigit():
             continue
@@ -35,16 +35,16 @@ def children_of(pid):
             continue   # ended while we looked
         # The command name is in parentheses and may hold spaces: the fields after
         # the last ')' are state, ppid, ...
-        parents[int(name)] = int(stat.rpartition(')')[2].split()[1])
-    return parents
+        found[int(name)] = int(stat.rpartition(')')[2].split()[1])
+    return found
 
 
-def descendants(pid, parents=None):
+def descendants(pid):
     """Every process below ``pid``, nearest first."""
-    parents = children_of(pid) if parents is None else parents
+    of = parents()
     found, frontier = [], [pid]
     while frontier:
-        below = [c for c, p in parents.items() if p in frontier]
+        below = [c for c, p in of.items() if p in frontier]
         found.extend(below)
         frontier = below
     return found
