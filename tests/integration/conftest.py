@@ -83,6 +83,26 @@ def run_cli(args, server=None, env=None, timeout=300):
     return p.returncode, stdout.decode('utf-8', 'replace'), stderr.decode('utf-8', 'replace'), result
 
 
+def assert_restart_outage(outage, faults, phase_seconds):
+    """The outage of a ``kill@..,start@..`` fault, judged by what the driver saw.
+
+    Found again within the phase (the outage closed): it lasted from the kill until the
+    server was back (the start's ``t + took``: when it accepted logins again, seen by
+    the injector's polling, so a little late), within 0.5 s. Still open at the
+    phase's end: only if the server came back in the phase's last second, or after it
+    (a start with crash recovery took over 4 s on a loaded machine); a driver that
+    missed a server back for longer is a defect. Returns whether it was found again."""
+    ev = dict((f['action'], f) for f in faults)
+    down, back = ev['kill']['t'], ev['start']['t'] + ev['start']['took']
+    if not outage['open']:
+        assert outage['reconnects'] >= 1, (outage, ev)
+        assert abs(outage['duration'] - (back - down)) <= 0.5, (outage, ev)
+        return True
+    assert back > phase_seconds - 1.0, (outage, ev)
+    assert outage['duration'] >= phase_seconds - down - 0.5, (outage, ev)
+    return False
+
+
 def assert_accounted(result):
     """ok + failed + timed_out == attempted, in every phase and every op of a mix; and
     the result has the shape of the shipped schema."""

@@ -14,7 +14,7 @@ from gloaddriver import errors
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
 from gloaddriver.backends.postgres.server import PostgresServer
 from gloaddriver.backends.postgres.sqlstate import is_outage
-from tests.integration.conftest import assert_accounted, run_cli
+from tests.integration.conftest import assert_accounted, assert_restart_outage, run_cli
 from tests.integration.faultproxy import FaultProxy
 from tests.integration.test_faults import drive
 
@@ -237,17 +237,13 @@ def test_a_server_killed_and_started_mid_run(tmpdir):
     assert insert['errors'] and all(
         k in ('network', 'timeout') or (k.startswith('server:') and is_outage(k[7:]))
         for k in insert['errors']), insert['errors']
-    ev = dict((f['action'], f) for f in res['faults'])
-    back = ev['start']['t'] + ev['start']['took']   # the server accepted logins again
-    if back < 4 - 0.5:
-        # Back inside the phase (a start with crash recovery takes about a second here;
-        # on a loaded machine it took over 4): found again, and served.
-        assert o['reconnects'] >= 1 and not o['open'], o
-        assert abs(o['duration'] - (back - ev['kill']['t'])) <= 0.5, (o, ev)
-        assert insert['connection']['reconnects'] >= 2      # both connections came back
-        assert insert['timeline'][-1]['ok'] > 0             # and served again
-    else:
-        assert o['duration'] >= 4 - ev['kill']['t'] - 0.5, (o, ev)   # down to the end
+    # A start with crash recovery takes about a second here; on a loaded machine it
+    # took over 4, and the outage then lasts to the phase's end.
+    if assert_restart_outage(o, res['faults'], 4):
+        ev = dict((f['action'], f) for f in res['faults'])
+        if ev['start']['t'] + ev['start']['took'] < 4 - 0.5:   # back with time to spare:
+            assert insert['connection']['reconnects'] >= 2      # both connections came back
+            assert insert['timeline'][-1]['ok'] > 0             # and served again
     v = res['verify']
     assert v['acknowledged_lost'] == 0 and v['corrupt'] == 0 and v['checked'] > 0, v
 
