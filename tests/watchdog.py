@@ -80,6 +80,9 @@ class Watchdog(object):
 
     def stop(self):
         self._timer.cancel()
+        # Wait for its thread to end: one still waiting as 2.7 shuts down prints a
+        # traceback of its own.
+        self._timer.join(5)
         if self._faulthandler is not None:
             self._faulthandler.cancel_dump_traceback_later()
 
