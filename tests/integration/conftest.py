@@ -83,6 +83,24 @@ def run_cli(args, server=None, env=None, timeout=300):
     return p.returncode, stdout.decode('utf-8', 'replace'), stderr.decode('utf-8', 'replace'), result
 
 
+def started_driver(argv, env):
+    """``python -m gloaddriver ARGV`` (with ``--progress 0.5``), returned once its
+    phase has run 0.5 s (its first progress line): a fault timed from there hits the
+    phase, however long the process took to start, connect and --init on a loaded
+    machine. What it wrote on stderr so far is in ``p.stderr_before``."""
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--progress', '0.5'] + argv,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, PYTHONPATH=ROOT, **env), cwd=ROOT)
+    lines = []
+    while True:
+        line = p.stderr.readline().decode('utf-8', 'replace')
+        lines.append(line)
+        if not line or ' ops/s ' in line:
+            break
+    p.stderr_before = ''.join(lines)
+    return p
+
+
 def assert_restart_outage(outage, faults, phase_seconds):
     """The outage of a ``kill@..,start@..`` fault, judged by what the driver saw.
 

@@ -10,8 +10,8 @@ import pytest
 
 from gloaddriver.measure import stats
 from tests import result_schema
-from tests.integration.conftest import (ROOT, assert_accounted, connect, create_space,
-                                        run_cli)
+from tests.integration.conftest import (assert_accounted, connect, create_space, run_cli,
+                                        started_driver)
 
 PHASES = ['insert', 'select', 'update', 'delete']
 
@@ -153,22 +153,12 @@ def _finish_cli(p, path):
 
 
 def _start_cli(server, args):
-    """Start a run and return (process, JSON path) once its phase has run 0.5 s (its
-    first progress line): a fault timed from there hits the phase, however long the
-    process took to start and connect on a loaded machine."""
+    """Start a run (conftest.started_driver) and return (process, JSON path) once its
+    phase has run 0.5 s."""
     import tempfile
     path = tempfile.mktemp(suffix='.json')
-    env = dict(os.environ, PYTHONPATH=ROOT, GLOADDRIVER_PASSWORD=server.password)
-    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--uri', server.uri, '--user',
-                          server.user, '--progress', '0.5', '--json', path] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    lines = []
-    while True:
-        line = p.stderr.readline().decode('utf-8', 'replace')
-        lines.append(line)
-        if not line or ' ops/s ' in line:
-            break
-    p.stderr_before = ''.join(lines)   # _finish_cli puts it in front of the rest
+    p = started_driver(['--uri', server.uri, '--user', server.user, '--json', path] + args,
+                       {'GLOADDRIVER_PASSWORD': server.password})
     return p, path
 
 

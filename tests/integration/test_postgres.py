@@ -10,7 +10,7 @@ import pytest
 
 from gloaddriver import workload
 from gloaddriver.backends.postgres.server import PostgresServer
-from tests.integration.conftest import ROOT, assert_accounted, run_cli
+from tests.integration.conftest import ROOT, assert_accounted, run_cli, started_driver
 from tests import result_schema
 
 psycopg2 = pytest.importorskip('psycopg2')
@@ -190,22 +190,12 @@ def test_missing_table_names_the_fix(pg):
 
 
 def _start(server, args):
-    """Start a run and return (process, JSON path) once its phase has run 0.5 s (its
-    first progress line): a fault timed from there hits the phase, not the --init
-    before it, however slowly the process started on a loaded machine."""
+    """Start a run (conftest.started_driver) and return (process, JSON path) once its
+    phase has run 0.5 s: a fault then hits the phase, not the --init before it."""
     import tempfile
     path = tempfile.mktemp(suffix='.json')
-    env = dict(os.environ, PYTHONPATH=ROOT, GLOADDRIVER_PASSWORD=server.password)
-    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--backend', 'postgres', '--dsn',
-                          dsn_without_password(server), '--progress', '0.5', '--json', path] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    lines = []
-    while True:
-        line = p.stderr.readline().decode('utf-8', 'replace')
-        lines.append(line)
-        if not line or ' ops/s ' in line:
-            break
-    p.stderr_before = ''.join(lines)
+    p = started_driver(['--backend', 'postgres', '--dsn', dsn_without_password(server),
+                        '--json', path] + args, {'GLOADDRIVER_PASSWORD': server.password})
     return p, path
 
 
