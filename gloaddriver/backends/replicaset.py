@@ -1,0 +1,182 @@
+"""A private replica set (``--spawn --replicas N``): a leader and N replicas, each a
+``spawn.Server`` of the backend's kind, and what ``--fault`` does to them.
+
+What does not depend on the server kind lives here: the roles (which member takes
+writes now), the fault targets, choosing whom to promote, stopping everything. Each
+backend subclasses :class:`ReplicaSet` in its own ``replicaset.py`` with how its
+members start (the leader first, the replicas from it), how a replica is promoted and
+the others made to follow it, and how far each replica is behind.
+
+Targets of a fault (``run.faults``): ``leader`` is the member that takes writes at
+that moment; ``replica`` the first live replica in start order. A fault that brings a
+member back (``start``, ``cont``) acts on the member the last ``kill``/``stop`` of the
+same target hit, whatever its role is now: ``kill-leader@3s,promote@4s,start-leader@8s``
+starts the old leader again, as a replica of the new one.
+
+A set stands in for a single server wherever the runner holds one: ``kill()``,
+``pause()``, ``resume()``, ``start_again()``, ``restart()`` act on the leader, and
+``proc`` is the first leader's process (the server CPU figures follow it).
+"""
+from __future__ import absolute_import, division, print_function
+
+from gloaddriver import errors
+from gloaddriver.py23 import clock
+
+LEADER, REPLICA = 'leader', 'replica'
+TARGETS = (LEADER, REPLICA)
+# --replication: async (a commit does not wait for replicas), sync (Tarantool: synchronous
+# spaces with a quorum of a majority; PostgreSQL: synchronous_commit = on with a
+# synchronous standby), remote_apply (PostgreSQL only: the standby has applied it).
+MODES = ('async', 'sync', 'remote_apply')
+
+
+class ReplicaSet(object):
+    """The members (``members[0]`` started as the leader), the one that takes writes now
+    (``leader``), and the promotions done (``promotions``: clock time, from, to)."""
+
+    name = 'replica set'
+
+    def __init__(self, replicas, mode):
+        if replicas < 1:
+            raise errors.ConfigError('a replica set needs at least one replica')
+        self.replica_count = replicas
+        self.mode = mode
+        self.members = []
+        self.leader = None
+        self.promotions = []
+        self._hit = {}          # target -> the member its last kill/stop hit
+        self._down = set()      # members killed and not started again (by index)
+        self._paused = set()    # members paused (by index)
+
+    # -- what a backend gives -------------------------------------------------------------
+
+    def _start_members(self, timeout):
+        """Start the leader and the replicas; fill ``members`` (leader first)."""
+        raise NotImplementedError
+
+    def _position(self, member):
+        """How far a live member's data goes (comparable: higher is further)."""
+        raise NotImplementedError
+
+    def _promote(self, member, others):
+        """Make ``member`` writable and the live ``others`` replicate from it."""
+        raise NotImplementedError
+
+    def _start_member_again(self, member, as_leader, timeout):
+        """Start a killed member again, as the leader or as a replica of ``self.leader``."""
+        raise NotImplementedError
+
+    def lag(self):
+        """{member uri: {'bytes' or 'seconds': how far it is behind the leader}} of every
+        live replica, read from the leader (Tarantool box.info.replication, PostgreSQL
+        pg_stat_replication); {} when the leader cannot say."""
+        return {}
+
+    def settings(self):
+        """What the manifest says about the set (never a password)."""
+        first = self.members[0].settings() if self.members else {}
+        return dict(first, replicas=self.replica_count, replication=self.mode,
+                    members=[m.uri for m in self.members])
+
+    # -- life cycle -----------------------------------------------------------------------
+
+    def start(self, timeout=60.0):
+        try:
+            self._start_members(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.leader = self.members[0]
+        return self
+
+    def stop(self):
+        for m in reversed(self.members):
+            m.stop()
+
+    @property
+    def proc(self):
+        return self.members[0].proc if self.members else None
+
+    @property
+    def uris(self):
+        """host:port of every member, leader first as started."""
+        return [m.uri for m in self.members]
+
+    def role(self, member):
+        return LEADER if member is self.leader else REPLICA
+
+    # -- fault targets --------------------------------------------------------------------
+
+    def _index(self, member):
+        return self.members.index(member)
+
+    def _live_replicas(self):
+        return [m for m in self.members if m is not self.leader
+                and self._index(m) not in self._down and self._index(m) not in self._paused]
+
+    def member(self, target, action):
+        """The member an action on ``target`` hits (see the module docstring)."""
+        if action in ('start', 'cont'):
+            m = self._hit.get(target)
+            if m is None:
+                raise errors.SetupError('%s-%s: no %s was %s before' % (
+                    action, target, target, 'killed' if action == 'start' else 'stopped'))
+            return m
+        if target == LEADER:
+            return self.leader
+        live = self._live_replicas()
+        if not live:
+            raise errors.SetupError('%s-replica: no live replica is left' % action)
+        return live[0]
+
+    def kill(self, target=LEADER):
+        m = self.member(target, 'kill')
+        m.kill()
+        self._hit[target] = m
+        self._down.add(self._index(m))
+        return m
+
+    def pause(self, target=LEADER):
+        m = self.member(target, 'stop')
+        m.pause()
+        self._hit[target] = m
+        self._paused.add(self._index(m))
+        return m
+
+    def resume(self, target=LEADER):
+        m = self.member(target, 'cont')
+        m.resume()
+        self._paused.discard(self._index(m))
+        return m
+
+    def start_again(self, target=LEADER, timeout=30.0):
+        m = self.member(target, 'start')
+        self._start_member_again(m, m is self.leader, timeout)
+        self._down.discard(self._index(m))
+        return m
+
+    def restart(self, target=LEADER, timeout=30.0):
+        m = self.kill(target)
+        self._start_member_again(m, m is self.leader, timeout)
+        self._down.discard(self._index(m))
+        return m
+
+    def resume_all(self):
+        """Resume every paused member (before stopping, or at the schedule's end)."""
+        for i in sorted(self._paused):
+            self.members[i].resume()
+        self._paused.clear()
+
+    def promote(self):
+        """The coordinator's move: the most advanced live replica becomes the leader, the
+        other live replicas follow it. Returns (old leader, new leader)."""
+        live = self._live_replicas()
+        if not live:
+            raise errors.SetupError('promote: no live replica to promote')
+        positions = [(self._position(m), -self._index(m), m) for m in live]
+        best = max(positions, key=lambda p: (p[0], p[1]))[2]
+        old = self.leader
+        self._promote(best, [m for m in live if m is not best])
+        self.leader = best
+        self.promotions.append((clock(), old.uri, best.uri))
+        return old, best
