@@ -38,7 +38,11 @@ FAULT_ACTIONS = {
     'cont': 'resume a paused server (SIGCONT)',
     'restart': 'kill it and start it again at once (or after :DURATION)',
 }
-Fault = namedtuple('Fault', 'action at duration')
+# With --replicas, an action names its target (kill-leader, stop-replica), and promote
+# plays the failover coordinator: the most advanced live replica becomes the leader.
+FAULT_TARGETS = ('leader', 'replica')
+PROMOTE = 'promote'
+Fault = namedtuple('Fault', 'action at duration target')
 
 
 def duration(text):
@@ -59,37 +63,72 @@ def duration(text):
     return value
 
 
-def faults(text):
+def _fault_action(part, word, replica_set):
+    """(action, target) of one ACTION[-TARGET] word."""
+    action, dash, target = word.partition('-')
+    syntax = ('--fault takes ACTION@TIME[:DURATION], comma-separated, with ACTION one of %s%s; '
+              'got %r' % (', '.join(sorted(FAULT_ACTIONS)), ' (each may name its target: '
+                          'kill-leader, stop-replica), or promote' if replica_set else '', part))
+    if word == PROMOTE:
+        if not replica_set:
+            raise ValueError('--fault %s: promote needs a replica set (--replicas N)' % part)
+        return PROMOTE, None
+    if action not in FAULT_ACTIONS or (dash and target not in FAULT_TARGETS):
+        raise ValueError(syntax)
+    if dash and not replica_set:
+        raise ValueError('--fault %s: a %s is a member of a replica set (--replicas N); a '
+                         'single server is just %s@TIME' % (part, target, action))
+    if replica_set:
+        return action, target or 'leader'
+    return action, None
+
+
+def faults(text, replica_set=False):
     """'kill@5s,start@8s,stop@12s:3s' -> Faults in time order, checked as a sequence: a
-    start needs a killed server, a cont a paused one, and so on."""
+    start needs a killed server, a cont a paused one, and so on. With ``replica_set``
+    each action has a target (the leader unless it names one) and promote is one."""
     out = []
     for part in text.split(','):
         part = part.strip()
         if not part:
             continue
-        action, sep, when = part.partition('@')
-        action = action.strip().lower()
-        if not sep or action not in FAULT_ACTIONS:
-            raise ValueError('--fault takes ACTION@TIME[:DURATION], comma-separated, with '
-                             'ACTION one of %s; got %r' % (', '.join(sorted(FAULT_ACTIONS)), part))
+        word, sep, when = part.partition('@')
+        if not sep:
+            raise ValueError('--fault takes ACTION@TIME[:DURATION], comma-separated; got %r'
+                             % part)
+        action, target = _fault_action(part, word.strip().lower(), replica_set)
         at, _colon, length = when.partition(':')
         length = duration(length) if length else None
         if length is not None and action not in ('stop', 'restart'):
             raise ValueError('--fault %s: only stop and restart take a :DURATION' % part)
-        out.append(Fault(action, duration(at), length))
+        out.append(Fault(action, duration(at), length, target))
     if not out:
         raise ValueError('--fault needs at least one ACTION@TIME, e.g. kill@5s,start@8s')
     out.sort(key=lambda f: f.at)
-    state = 'up'
-    for f in _with_automatic(out):
-        need = {'kill': ('up',), 'start': ('down',), 'stop': ('up',), 'cont': ('paused',),
-                'restart': ('up',)}[f.action]
-        if state not in need:
-            raise ValueError('--fault %s@%gs: the server is %s then (%s)'
-                             % (f.action, f.at, state, FAULT_ACTIONS[f.action]))
-        state = {'kill': 'down', 'start': 'up', 'stop': 'paused', 'cont': 'up',
-                 'restart': 'up'}[f.action]
+    _check_sequence(out)
     return tuple(out)
+
+
+def _check_sequence(faults):
+    """Each target's actions make sense in order: a start after a kill, and so on. A
+    promotion gives the leader target a live member again; a start-leader after it
+    starts the one killed before (as a replica)."""
+    state = {}
+    for f in _with_automatic(faults):
+        if f.action == PROMOTE:
+            if state.get('leader') == 'down':
+                state['leader'] = 'replaced'
+            continue
+        now = state.get(f.target, 'up')
+        need = {'kill': ('up', 'replaced'), 'start': ('down', 'replaced'), 'stop': ('up', 'replaced'),
+                'cont': ('paused',), 'restart': ('up', 'replaced')}[f.action]
+        if now not in need:
+            name = '%s-%s' % (f.action, f.target) if f.target else f.action
+            raise ValueError('--fault %s@%gs: the %s is %s then (%s)' % (
+                name, f.at, f.target or 'server', 'down' if now == 'replaced' else now,
+                FAULT_ACTIONS[f.action]))
+        state[f.target] = {'kill': 'down', 'start': 'up', 'stop': 'paused', 'cont': 'up',
+                           'restart': 'up'}[f.action]
 
 
 def _with_automatic(faults):
@@ -98,7 +137,7 @@ def _with_automatic(faults):
     for f in faults:
         seq.append(f)
         if f.action == 'stop' and f.duration is not None:
-            seq.append(Fault('cont', f.at + f.duration, None))
+            seq.append(Fault('cont', f.at + f.duration, None, f.target))
     seq.sort(key=lambda f: f.at)
     return seq
 

@@ -167,6 +167,11 @@ class Backend(object):
         reconnects, ...), or None when the connector keeps none."""
         return None
 
+    def member(self):
+        """host:port of the member of a replica set (several --uri addresses, a multi-host
+        --dsn) that the writes go to now, or None for a single server."""
+        return None
+
     def reconnects(self):
         """A cumulative count of connections made (or made again after a loss), or None
         when the connector reconnects out of sight. Read during an outage only: an

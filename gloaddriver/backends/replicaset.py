@@ -14,7 +14,7 @@ same target hit, whatever its role is now: ``kill-leader@3s,promote@4s,start-lea
 starts the old leader again, as a replica of the new one.
 
 A set stands in for a single server wherever the runner holds one: ``kill()``,
-``pause()``, ``resume()``, ``start_again()``, ``restart()`` act on the leader, and
+``pause()``, ``resume()`` and ``start_again()`` act on the leader, and
 ``proc`` is the first leader's process (the server CPU figures follow it).
 """
 from __future__ import absolute_import, division, print_function
@@ -23,11 +23,6 @@ from gloaddriver import errors
 from gloaddriver.py23 import clock
 
 LEADER, REPLICA = 'leader', 'replica'
-TARGETS = (LEADER, REPLICA)
-# --replication: async (a commit does not wait for replicas), sync (Tarantool: synchronous
-# spaces with a quorum of a majority; PostgreSQL: synchronous_commit = on with a
-# synchronous standby), remote_apply (PostgreSQL only: the standby has applied it).
-MODES = ('async', 'sync', 'remote_apply')
 
 
 class ReplicaSet(object):
@@ -37,6 +32,8 @@ class ReplicaSet(object):
     name = 'replica set'
 
     def __init__(self, replicas, mode):
+        """``mode``: --replication (config.flags.REPLICATION_MODES), as the backend's
+        members understand it."""
         if replicas < 1:
             raise errors.ConfigError('a replica set needs at least one replica')
         self.replica_count = replicas
@@ -66,11 +63,51 @@ class ReplicaSet(object):
         """Start a killed member again, as the leader or as a replica of ``self.leader``."""
         raise NotImplementedError
 
+    def _requests(self, member):
+        """Requests the live ``member`` has served from clients (cumulative), or None."""
+        return None
+
+    lag_unit = 'rows'    # what lag() counts besides seconds: 'rows' or 'bytes'
+
     def lag(self):
         """{member uri: {'bytes' or 'seconds': how far it is behind the leader}} of every
         live replica, read from the leader (Tarantool box.info.replication, PostgreSQL
         pg_stat_replication); {} when the leader cannot say."""
         return {}
+
+    def figures(self):
+        """The members' figures for the server metrics: ``requests@URI`` (cumulative
+        requests each live member served) and, per replica, ``lag@URI`` (lag_unit behind
+        the leader) and ``lag_seconds@URI``."""
+        out = {}
+        for i, m in enumerate(self.members):
+            if i in self._down or i in self._paused:
+                continue
+            try:
+                n = self._requests(m)
+            except Exception:    # down or restarting: no figure this time
+                n = None
+            if n is not None:
+                out['requests@' + m.uri] = n
+        for uri, lag in self.lag().items():
+            out['lag@' + uri] = lag.get(self.lag_unit)
+            out['lag_seconds@' + uri] = lag.get('seconds')
+        return out
+
+    def extend_metrics(self, metrics):
+        """The server's sampler (``measure.server_metrics.ServerMetrics``, or None) with
+        the members' figures beside it: requests per member as rates, lag as gauges and
+        a chart of them."""
+        uris = [m.uri for m in self.members]
+        rates = ['requests@' + u for u in uris]
+        gauges = ['lag@' + u for u in uris] + ['lag_seconds@' + u for u in uris]
+        charts = [{'kind': 'replication-lag', 'title': 'Replicas: %s behind the leader'
+                   % self.lag_unit, 'keys': ['lag@' + u for u in uris], 'unit': self.lag_unit},
+                  {'kind': 'replication-lag-seconds', 'title': 'Replicas: seconds behind the '
+                   'leader', 'keys': ['lag_seconds@' + u for u in uris], 'unit': 'seconds'}]
+        if metrics is None:
+            return None
+        return metrics.with_more(self.figures, lambda: None, rates, gauges, charts)
 
     def settings(self):
         """What the manifest says about the set (never a password)."""
@@ -151,12 +188,6 @@ class ReplicaSet(object):
 
     def start_again(self, target=LEADER, timeout=30.0):
         m = self.member(target, 'start')
-        self._start_member_again(m, m is self.leader, timeout)
-        self._down.discard(self._index(m))
-        return m
-
-    def restart(self, target=LEADER, timeout=30.0):
-        m = self.kill(target)
         self._start_member_again(m, m is self.leader, timeout)
         self._down.discard(self._index(m))
         return m

@@ -6,6 +6,13 @@ What does not depend on the protocol lives here:
 
 * connecting within the connect timeout (``_open``), with no resolver thread for an
   IP literal, then the protocol's handshake on the new socket (``_handshake``);
+* several addresses (the members of a replica set): each connect, the first and every
+  one after a loss, tries them in turn from the one last used, and keeps the first
+  member that is what the connection wants (``want``: ``leader``, the writable one;
+  ``replica``, a read-only one, else any; ``any``), as the protocol tells it
+  (``_read_only(sock)``, after the handshake). A leader lost is so looked for among
+  the others with the reconnect loop's backoff, and ``member_changes`` records each
+  move to another member (clock time, from, to);
 * the outgoing buffer and its flush: the first request after a send schedules one hub
   callback, which sends everything appended in that loop pass with one ``send``; when
   the kernel's buffer is full, the rest waits for the write watcher. A protocol may
@@ -19,7 +26,8 @@ What does not depend on the protocol lives here:
 
 A subclass sets ``server`` (its name in messages) and gives ``_handshake(sock)``,
 ``_reader(sock, raw)``, ``_fail_pending(exc)`` and ``_sweep_loop()`` (which fails the
-requests older than the timeout); ``_wait_room()`` and ``_goodbye()`` are optional.
+requests older than the timeout); ``_wait_room()``, ``_goodbye()`` and, for several
+addresses, ``_read_only(sock)`` are optional.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -35,6 +43,9 @@ from gloaddriver import errors
 from gloaddriver.py23 import clock, spawn_named
 
 WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
+# What a connection with several addresses looks for (``want``).
+LEADER, REPLICA, ANY = 'leader', 'replica', 'any'
+WANTS = (LEADER, REPLICA, ANY)
 
 
 class SharedSocket(object):
@@ -46,9 +57,16 @@ class SharedSocket(object):
     server = 'the server'
 
     def __init__(self, host, port, timeout=5.0, connect_timeout=3.0, reconnect=True,
-                 outage_limit=30.0, name='connection'):
-        self.host = host
-        self.port = port
+                 outage_limit=30.0, name='connection', addresses=None, want=LEADER):
+        # (host, port) of every member, the first tried first; host and port are those
+        # of the member connected to (or last tried).
+        self.addresses = list(addresses or [(host, port)])
+        self.host, self.port = self.addresses[0]
+        if want not in WANTS:
+            raise ValueError('want must be one of %s' % (WANTS,))
+        self.want = want
+        self.member_changes = []    # (clock time, from host:port, to host:port)
+        self._member = None         # (host, port) of the member connected to last
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.reconnect = reconnect
@@ -90,30 +108,82 @@ class SharedSocket(object):
         return self
 
     def _open(self):
+        """A socket to the member wanted, tried from the one last used; with one address,
+        that address whatever it is. ``host`` and ``port`` follow each try (the
+        handshake's messages name the member it talks to)."""
+        if len(self.addresses) == 1:
+            return self._open_at(self.host, self.port)[0]
+        first = self.addresses.index(self._member or self.addresses[0])
+        order = self.addresses[first:] + self.addresses[:first]
+        fallback, why = None, []
+        for host, port in order:
+            self.host, self.port = host, port
+            try:
+                sock, read_only = self._open_at(host, port, ask=True)
+            except errors.ConnectError as e:
+                why.append(str(e))
+                continue
+            except errors.OpError as e:
+                why.append('%s:%s: %s' % (host, port, e))
+                continue
+            if self.want == ANY or read_only == (self.want == REPLICA):
+                if fallback is not None:
+                    fallback[0].close()
+                return self._moved_to(sock, host, port)
+            if self.want == REPLICA and fallback is None:
+                fallback = (sock, host, port)     # no replica up: any member serves reads
+                continue
+            why.append('%s at %s:%s is %s' % (self.server, host, port, 'read-only' if read_only
+                                                else 'writable'))
+            sock.close()
+        if fallback is not None:
+            return self._moved_to(*fallback)
+        self.host, self.port = self._member or self.addresses[0]
+        raise errors.ConnectError('no %s among %s: %s' % (
+            'writable member' if self.want == LEADER else 'member',
+            ', '.join('%s:%s' % a for a in order), '; '.join(why)))
+
+    def _moved_to(self, sock, host, port):
+        """The member of a socket just opened: a move to another is recorded."""
+        if self._member is not None and self._member != (host, port):
+            self.member_changes.append((clock(), '%s:%s' % self._member, '%s:%s' % (host, port)))
+        self._member = (host, port)
+        self.host, self.port = host, port
+        return sock
+
+    def _read_only(self, sock):
+        """Whether the member at the other end of a new socket is read-only (asked only
+        with several addresses); raise ConnectError when it cannot tell."""
+        raise errors.ConnectError('%s connections take one address' % self.server)
+
+    def _open_at(self, host, port, ask=False):
+        """(socket, whether read-only if ``ask``, else None) of ``host:port``, connected
+        and hand-shaken within the connect timeout."""
         timer = gevent.Timeout(self.connect_timeout)
         timer.start()
         sock = None
+        address = '%s:%s' % (host, port)
         try:
             try:
-                sock = connect_socket(self.host, self.port)
+                sock = connect_socket(host, port)
                 sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
                 self._handshake(sock)
-                return sock
+                return sock, (self._read_only(sock) if ask else None)
             except gevent.Timeout as t:
                 if t is not timer:
                     raise
                 raise errors.ConnectError('no answer from %s at %s within %.1f s'
-                                          % (self.server, self.address, self.connect_timeout))
+                                          % (self.server, address, self.connect_timeout))
             except (_stdsocket.error, EOFError, OSError) as e:
                 raise errors.ConnectError('cannot connect to %s at %s: %s'
-                                          % (self.server, self.address, reason(e)))
+                                          % (self.server, address, reason(e)))
             except errors.GloadError:
                 raise
             except Exception as e:
                 # A handshake that breaks in a way no rule foresaw is still a failed
                 # connect: the reconnect loop tries again instead of dying with it.
                 raise errors.ConnectError('cannot connect to %s at %s: the handshake failed: '
-                                          '%s: %s' % (self.server, self.address,
+                                          '%s: %s' % (self.server, address,
                                                       e.__class__.__name__, e))
         except BaseException:
             if sock is not None:

@@ -18,7 +18,8 @@ from gloaddriver.config import fail_if
 from gloaddriver.config.flags import (DEFAULT_GREENLETS, PASSWORD_ENV, CheckingParser,
                                       build_parser, value_flags)
 
-Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults')
+Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults replicas '
+                               'replication read_from')
 Load = namedtuple('Load', [
     'greenlets', 'processes', 'phases', 'ops', 'duration', 'warmup', 'keys', 'distribution',
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
@@ -140,6 +141,7 @@ def parse(argv=None, environ=None):
         raise errors.ConfigError('--phases and --mix exclude each other: a mix is one phase')
     if args.spawn_init and not args.spawn:
         raise errors.ConfigError('--spawn-init goes with --spawn')
+    _check_replicas(args)
     if args.spawn_init and not os.path.isfile(args.spawn_init):
         raise errors.ConfigError('--spawn-init %s: no such file' % args.spawn_init)
     if args.ops == 0 and args.duration == 0 and stages is None:
@@ -179,7 +181,9 @@ def parse(argv=None, environ=None):
         backend=kind.name,
         target=Target(spawn=args.spawn, wal_mode=args.wal_mode, user=args.user,
                       password=password, spawn_init=args.spawn_init,
-                      faults=_faults(args.fault, args.spawn)),
+                      faults=_faults(args.fault, args.spawn, args.replicas),
+                      replicas=args.replicas, replication=args.replication or 'async',
+                      read_from=args.read_from or 'leader'),
         load=load,
         limits=Limits(timeout=args.timeout, connect_timeout=args.connect_timeout,
                       outage_limit=args.outage_limit),
@@ -234,16 +238,27 @@ def _stages(args):
     return stages
 
 
-def _faults(text, spawn):
+def _faults(text, spawn, replicas):
     if not text:
         return ()
     if not spawn:
         raise errors.ConfigError('--fault needs --spawn: gloaddriver kills, pauses and starts '
                                  'only a server it started itself')
     try:
-        return converters.faults(text)
+        return converters.faults(text, replica_set=bool(replicas))
     except ValueError as e:
         raise errors.ConfigError(str(e))
+
+
+def _check_replicas(args):
+    """--replicas and --replication go with --spawn; the processes of --processes each
+    spawn nothing of their own."""
+    if args.replicas is not None and not args.spawn:
+        raise errors.ConfigError('--replicas goes with --spawn; for a replica set of your own, '
+                                 'give every member\'s address (--uri a,b,c or a multi-host '
+                                 '--dsn)')
+    if args.replication is not None and args.replicas is None:
+        raise errors.ConfigError('--replication goes with --replicas N')
 
 
 _HOST_PORT = re.compile(r'^(?:([a-z]+)://)?(\[[0-9A-Fa-f:.]+\]|[^:/\s\[\]]+):([0-9]+)$')

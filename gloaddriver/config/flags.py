@@ -15,6 +15,8 @@ from gloaddriver.measure import profiler
 from gloaddriver.workload import keys
 
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
+REPLICATION_MODES = ('async', 'sync', 'remote_apply')
+READ_FROM = ('leader', 'replica', 'any')
 DEFAULT_GREENLETS = 10
 
 
@@ -101,12 +103,26 @@ def build_parser(cls=None):
                    help='durability of the --spawn server: Tarantool wal_mode; for PostgreSQL '
                         'none = fsync, synchronous_commit and full_page_writes off, write = '
                         'synchronous_commit off, fsync = defaults')
+    g.add_argument('--replicas', type=positive_int, default=None, metavar='N',
+                   help='with --spawn: a replica set, a leader and N replicas on free loopback '
+                        'ports (see docs/replication.md)')
+    g.add_argument('--replication', choices=list(REPLICATION_MODES), default=None,
+                   help='with --replicas: async (the default), sync (Tarantool: synchronous '
+                        'space, quorum of a majority; PostgreSQL: a synchronous standby, '
+                        'synchronous_commit on) or remote_apply (PostgreSQL)')
+    g.add_argument('--read-from', choices=list(READ_FROM), default=None,
+                   help='with a replica set (--replicas, several --uri addresses, a multi-host '
+                        '--dsn): where reads (select, scan) go: leader (the default), replica '
+                        '(a read-only member, the leader when none is up) or any')
     g.add_argument('--fault', default=None, metavar='SPEC',
                    help='with --spawn: do this to the server during the run, times from the '
                         'start of the first phase: ACTION@TIME[:DURATION], comma-separated, '
                         'ACTION one of kill (SIGKILL), start, stop (SIGSTOP, for DURATION if '
                         'given), cont, restart (kill and start; after DURATION if given); '
-                        'e.g. kill@5s,start@8s or stop@10s:3s. Marked in the timeline')
+                        'e.g. kill@5s,start@8s or stop@10s:3s. With --replicas an action names '
+                        'its target (kill-leader, stop-replica; the leader if none) and promote '
+                        'makes the most advanced replica the leader: kill-leader@3s,promote@4s. '
+                        'Marked in the timeline')
     g = p.add_argument_group('concurrency')
     g.add_argument('--greenlets', type=positive_int, default=None, metavar='N',
                    help='worker greenlets in a closed loop (default %d; with --stages of '

@@ -24,7 +24,9 @@ request went out when the server still looked alive and got no answer).
 Each event: ``start`` and ``end`` (seconds into the phase; ``end`` None while
 still open when the phase ended), ``duration``, ``failed`` and ``timed_out`` (ops
 that ended so while it lasted), ``reconnects``, ``returned`` (when the server came
-back, if known) and ``recovery`` (from then to the first success), ``first_error``.
+back, if known) and ``recovery`` (from then to the first success), ``first_error``;
+against a replica set, ``member_before`` and ``member_after`` (the member the writes
+went to as it began and after it: two of them make it a failover).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -48,18 +50,19 @@ def _bad(ops):
 
 class _Open(object):
     __slots__ = ('start', 'first_error_at', 'first_error', 'ok0', 'failed0', 'timed0',
-                 'reconnects0', 'returned', 'confirmed')
+                 'reconnects0', 'returned', 'confirmed', 'member0')
 
 
 class OutageWatch(object):
     """The outages of one phase. ``failed(exc)`` from the error path; ``finish(now)``
     at the phase's end returns the events (JSON-ready)."""
 
-    def __init__(self, ops, t0, timeout, reconnects=None, say=None):
+    def __init__(self, ops, t0, timeout, reconnects=None, say=None, member=None):
         self._ops = ops
         self._t0 = t0
         self._timeout = timeout
         self._reconnects = reconnects or (lambda: None)
+        self._member = member or (lambda: None)
         self._say = say
         self._open = None
         self._greenlet = None
@@ -95,6 +98,7 @@ class OutageWatch(object):
         o.ok0 = _ok(self._ops)
         o.failed0, o.timed0 = _bad(self._ops)
         o.reconnects0 = self._reconnects()
+        o.member0 = self._member()
         o.returned = None
         o.confirmed = confirmed
         if confirmed and self._say is not None:
@@ -188,6 +192,8 @@ class OutageWatch(object):
         if self._say is not None:
             back = '' if event['recovery'] is None else \
                 ', first success %.2f s after the server returned' % event['recovery']
+            if event.get('member_after') not in (None, event.get('member_before')):
+                back += '; writes now go to %s' % event['member_after']
             self._say('outage over after %.2f s: %d failed, %d timed out, %d reconnect%s%s'
                       % (event['duration'], event['failed'], event['timed_out'],
                          event['reconnects'] or 0, '' if event['reconnects'] == 1 else 's',
@@ -205,7 +211,7 @@ class OutageWatch(object):
         returned = min(seen) if seen else None
         r = self._reconnects()
         t0 = self._t0
-        return {
+        event = {
             'start': round(o.start - t0, 3),
             'end': round(end - t0, 3) if end is not None else None,
             'duration': round((end if end is not None else clock()) - o.start, 3),
@@ -219,6 +225,10 @@ class OutageWatch(object):
             else None,
             'first_error': o.first_error,
         }
+        if o.member0 is not None:
+            event['member_before'] = o.member0
+            event['member_after'] = self._member() if end is not None else None
+        return event
 
     def finish(self, now):
         """The phase ended at clock time ``now``: an outage still open is reported open
@@ -249,6 +259,8 @@ def summary(events):
             parts.append('from %.2f s, still down at the end (%.2f s)' % (e['start'], e['duration']))
         else:
             parts.append('%.2f-%.2f s (%.2f s)' % (e['start'], e['end'], e['duration']))
+        if e.get('member_after') not in (None, e.get('member_before')):
+            parts[-1] += ', failover %s -> %s' % (e['member_before'], e['member_after'])
     return '%d outage%s: %s' % (len(events), '' if len(events) == 1 else 's', '; '.join(parts))
 
 

@@ -104,6 +104,31 @@ class ServerMetrics(object):
             text += ' cpu %.0f%%' % d['cpu_pct']
         return text
 
+    def with_more(self, sampler, close, rates, gauges, charts):
+        """These figures and another sampler's side by side (a replica set's members
+        beside its leader): both sampled at once, each bounded by the sample's timeout,
+        so that a leader that is down still leaves the members' figures."""
+        mine = self._sampler
+
+        def both():
+            jobs = [gevent.spawn(f) for f in (mine, sampler)]
+            try:
+                gevent.joinall(jobs)     # within sample()'s timeout
+            finally:
+                gevent.killall(jobs, block=False)
+            out = {}
+            for job in jobs:
+                if job.successful() and job.value:
+                    out.update(job.value)
+            return out or None
+
+        def close_both():
+            self._close()
+            close()
+        return ServerMetrics(both, close_both, list(self.rates) + list(rates),
+                             list(self.gauges) + list(gauges), self.progress_rates,
+                             self.charts + list(charts), self.pid, self.progress_label)
+
     def close(self):
         """Close the sampler's connection once no sample is out on it. A greenlet parked
         in a psycopg2 query holds that connection's lock, and a close from another

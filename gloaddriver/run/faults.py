@@ -11,6 +11,10 @@ time it took effect; the runner turns it into seconds into a phase), ``took``
 (seconds the action needed, e.g. a start until the server accepted logins) and
 ``error`` when it failed. When the server comes back (start, restart, cont) the
 listener hears the time, which an open outage takes as the server's true return.
+
+On a replica set (``backends.replicaset``) an action has a ``target`` (leader or
+replica) and the event names the ``member`` it hit; ``promote`` (the failover
+coordinator's move) says ``from`` and ``to``, and is the writable service's return.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -19,7 +23,7 @@ import gevent
 from gloaddriver import errors
 from gloaddriver.py23 import clock, spawn_named
 
-RETURNS = ('start', 'restart', 'cont')
+RETURNS = ('start', 'restart', 'cont', 'promote')
 
 
 class Injector(object):
@@ -42,42 +46,60 @@ class Injector(object):
     def _run(self):
         plan = []
         for f in self.faults:
-            plan.append((f.at, f.action, f.duration))
+            plan.append((f.at, f.action, f.duration, f.target))
             if f.action == 'stop' and f.duration is not None:
-                plan.append((f.at + f.duration, 'cont', None))
+                plan.append((f.at + f.duration, 'cont', None, f.target))
         plan.sort(key=lambda p: p[0])
-        for at, action, length in plan:
+        for at, action, length, target in plan:
             gevent.sleep(max(self._t0 + at - clock(), 0))
-            self._do(at, action, length)
+            self._do(at, action, length, target)
 
-    def _do(self, at, action, length):
+    def _do(self, at, action, length, target=None):
         server = self.server
         started = clock()
         event = {'action': action, 'at': at, 't': started}
+        if target is not None:
+            event['target'] = target
         if length is not None:
             event['duration'] = length
+        # A replica set's methods take the target and return the member they hit; a
+        # single server's take nothing.
+        on = (target,) if target is not None else ()
         try:
-            if action == 'kill':
-                server.kill()
-            elif action == 'stop':
-                server.pause()
-            elif action == 'cont':
-                server.resume()
-            elif action == 'start':
-                server.start_again()
-            elif action == 'restart':
-                server.kill()
-                if length:
-                    gevent.sleep(length)
-                server.start_again()
-        except errors.GloadError as e:
-            event['error'] = str(e)
-            errors.say('note: --fault %s@%gs failed: %s' % (action, at, e))
+            if action == 'promote':
+                old, new = server.promote()
+                event['from'], event['to'] = old.uri, new.uri
+            else:
+                member = self._act(server, action, length, on)
+                if target is not None:
+                    event['member'] = member.uri
+        except Exception as e:   # said and recorded; the run goes on
+            event['error'] = str(e) if isinstance(e, errors.GloadError) else '%s: %s' % (
+                e.__class__.__name__, e)
+            name = '%s-%s' % (action, target) if target else action
+            errors.say('note: --fault %s@%gs failed: %s' % (name, at, event['error']))
         done = clock()
         event['took'] = round(done - started, 3)
         self.events.append(event)
         if action in RETURNS and 'error' not in event and self._on_return is not None:
             self._on_return(done)
+
+    @staticmethod
+    def _act(server, action, length, on):
+        if action == 'kill':
+            return server.kill(*on)
+        if action == 'stop':
+            return server.pause(*on)
+        if action == 'cont':
+            return server.resume(*on)
+        if action == 'start':
+            return server.start_again(*on)
+        # restart: kill, then start on the same port and data (after DURATION if given)
+        member = server.kill(*on)
+        if length:
+            gevent.sleep(length)
+        server.start_again(*on)
+        return member
 
     def wait(self):
         """Until the schedule's last action is done."""
@@ -89,6 +111,10 @@ class Injector(object):
         if self._greenlet is not None:
             self._greenlet.kill()
             self._greenlet = None
+        resume_all = getattr(self.server, 'resume_all', None)
+        if resume_all is not None:
+            resume_all()
+            return
         stopped = [e for e in self.events if e['action'] in ('stop', 'cont')]
         if stopped and stopped[-1]['action'] == 'stop':
             self.server.resume()

@@ -28,7 +28,8 @@ READY = 'gloaddriver: ready to start'
 # Flags the parent handles itself, with whether they take a value.
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
                  '--fail-if': True, '--csv': True, '--prometheus-port': True, '--fault': True,
-                 '--html': True, '--interval': True, '--rate': True, '--spawn-init': True}
+                 '--html': True, '--interval': True, '--rate': True, '--spawn-init': True,
+                 '--replicas': True, '--replication': True}
 
 
 def wait_for_start(start_at=None):

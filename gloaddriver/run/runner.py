@@ -318,7 +318,8 @@ class Run(object):
         phase.timeline = Timeline(phase.ops, self.counter, window.t0, window.sys0)
         phase.budget.watch = self._watch = OutageWatch(
             phase.ops, window.t0, self.timeout, self.backend.reconnects,
-            self._say_outage(phase.name, window.t0) if self.output.progress > 0 else None)
+            self._say_outage(phase.name, window.t0) if self.output.progress > 0 else None,
+            self.backend.member)
         self.hooks.opened(phase)         # the profiler starts, the stages set up
         return window
 

@@ -20,10 +20,13 @@ def _metrics(backend, server):
     """The per-interval server sampler, or None when it cannot be had (said in the result)."""
     pid = server.proc.pid if server is not None and server.proc is not None else None
     try:
-        return backend.server_metrics(pid)
+        metrics = backend.server_metrics(pid)
     except errors.GloadError as e:
         errors.say('note: no server metrics: %s' % e)
         return None
+    # A spawned replica set adds its members' figures (requests each served, lag).
+    extend = getattr(server, 'extend_metrics', None)
+    return extend(metrics) if extend is not None else metrics
 
 
 def run(config, out=None):

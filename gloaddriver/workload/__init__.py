@@ -15,6 +15,9 @@ from gloaddriver.py23 import text_type
 # read a row, then write it back changed (two round trips, one latency).
 OPS = ('insert', 'select', 'update', 'delete', 'scan', 'rmw')
 DEFAULT_PHASES = OPS[:4]
+# What --read-from sends to a replica set's replicas (rmw reads what it then writes: the
+# leader's).
+READ_OPS = ('select', 'scan')
 MAX_SCAN = 100
 
 # A phase: a name, and (op, weight) pairs; one pair = a single-op phase.

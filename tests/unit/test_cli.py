@@ -12,8 +12,8 @@ def test_defaults_are_the_1_5_kb_four_phase_workload():
     assert (c.backend, c.opts.connector, c.load.greenlets, c.opts.connections) == (
         'tarantool', 'buffered', 10, 1)
     assert [p.name for p in c.load.phases] == ['insert', 'select', 'update', 'delete']
-    assert (c.load.value_size, c.load.ops, c.load.keys, c.opts.host, c.opts.port) == (
-        1536, 100000, 100000, '127.0.0.1', 3301)
+    assert (c.load.value_size, c.load.ops, c.load.keys, c.opts.addresses) == (
+        1536, 100000, 100000, (('127.0.0.1', 3301),))
 
 
 def test_duration_alone_lifts_the_default_op_limit():
@@ -45,12 +45,19 @@ def test_the_pipelined_connector_reads_the_dsn_as_libpq_does():
     pytest.importorskip('psycopg2')
     from gloaddriver.backends.postgres.kv_pipelined import target
     assert target('host=10.0.0.5 port=6432 user=u dbname=d password=p', None, {}) == (
-        '10.0.0.5', 6432, 'u', 'd', 'p')
-    assert target('postgresql://u@h/db', 'secret', {}) == ('h', 5432, 'u', 'db', 'secret')
+        [('10.0.0.5', 6432)], 'u', 'd', 'p', 'any')
+    assert target('postgresql://u@h/db', 'secret', {}) == ([('h', 5432)], 'u', 'db', 'secret',
+                                                             'any')
     assert target('', None, {'PGHOST': 'h', 'PGUSER': 'me', 'PGPASSWORD': 'x'}) == (
-        'h', 5432, 'me', 'me', 'x')
+        [('h', 5432)], 'me', 'me', 'x', 'any')
+    # libpq's multi-host syntax: one port for all, or one per host; the session wanted.
+    assert target('host=a,b port=1 user=u dbname=d target_session_attrs=read-write', None,
+                  {})[::4] == ([('a', 1), ('b', 1)], 'leader')
+    assert target('host=a,b port=1,2 user=u dbname=d target_session_attrs=prefer-standby',
+                  None, {})[::4] == ([('a', 1), ('b', 2)], 'replica')
     for dsn, words in [('host=/var/run/postgresql', 'unix socket'), ('dbname=x', 'TCP only'),
-                       ('host=a,b', 'one host'), ('host=h sslmode=verify-full', 'TLS'),
+                       ('host=a,b port=1,2,3', 'one per host'),
+                       ('host=a target_session_attrs=fast', 'none of'), ('host=h sslmode=verify-full', 'TLS'),
                        ('host=h nonsense', 'not a valid connection string')]:
         with pytest.raises(errors.ConfigError) as e:
             target(dsn, None, {})
@@ -156,7 +163,7 @@ def test_a_profile_cannot_smuggle_a_flag_of_the_other_backend(tmpdir, capsys):
 
 def test_backend_options_are_their_own_group():
     t = configuration.parse(['--connector=sync', '--uri=h:1'], environ={})
-    assert (t.opts.connector, t.opts.host, t.opts.port) == ('sync', 'h', 1)
+    assert (t.opts.connector, t.opts.addresses) == ('sync', (('h', 1),))
     p = configuration.parse(['--backend', 'postgres', '--dsn=host=x', '--greenlets', '4'],
                             environ={})
     assert (p.opts.dsn, p.opts.pool_size, p.opts.workload) == ('host=x', 4, 'kv')

@@ -197,6 +197,33 @@ def test_bad_fault_specs_say_what_is_wrong(spec, words):
     assert words in str(e.value)
 
 
+def test_replica_set_faults_name_their_target_and_promote_plays_the_coordinator():
+    f = converters.faults('kill-leader@3s,promote@4s,stop-replica@5s:1s,start-leader@8s',
+                          replica_set=True)
+    assert [(x.action, x.target, x.at) for x in f] == [
+        ('kill', 'leader', 3.0), ('promote', None, 4.0), ('stop', 'replica', 5.0),
+        ('start', 'leader', 8.0)]
+    # A bare action is the leader's; after a promotion the leader target is live again.
+    f = converters.faults('kill@1s,promote@2s,kill-leader@3s', replica_set=True)
+    assert [(x.action, x.target) for x in f] == [('kill', 'leader'), ('promote', None),
+                                                 ('kill', 'leader')]
+
+
+@pytest.mark.parametrize('spec, replica_set, words', [
+    ('kill-leader@3s', False, 'is a member of a replica set'),
+    ('promote@3s', False, 'promote needs a replica set'),
+    ('kill-primary@3s', True, 'kill-leader, stop-replica'),
+    ('start-replica@3s', True, 'the replica is up then'),
+    ('kill-leader@1s,kill-leader@2s', True, 'the leader is down then'),
+    ('stop-replica@1s,stop-replica@2s', True, 'the replica is paused then'),
+    ('promote@1s:2s', True, 'only stop and restart'),
+])
+def test_bad_replica_set_faults_say_what_is_wrong(spec, replica_set, words):
+    with pytest.raises(ValueError) as e:
+        converters.faults(spec, replica_set=replica_set)
+    assert words in str(e.value)
+
+
 def test_fault_needs_a_spawned_server():
     with pytest.raises(errors.ConfigError) as e:
         configuration.parse(['--fault', 'kill@1s'], environ={})

@@ -122,6 +122,7 @@ class Postgres(base.Kind):
                                      'what the driver cannot predict' % (
                                          {'script': '--script', 'file': 'a workload file'}.get(
                                              kind, '--workload ' + kind)))
+        _check_read_from(args, kind, connector)
         return Options(dsn=args.dsn or '', table=table, workload=kind, init=bool(args.init),
                        prepared=bool(args.prepared), pool_size=pool_size,
                        bulk_methods=methods, rows=args.rows or 100000,
@@ -156,16 +157,23 @@ class Postgres(base.Kind):
         from gloaddriver.backends.postgres import pool
         from gloaddriver.backends.postgres.server import PostgresServer
         pool.install(config.opts.wait_callback)     # before any connection
-        return PostgresServer(wal_mode=config.target.wal_mode,
-                              init_file=config.target.spawn_init).start()
+        t = config.target
+        if t.replicas:
+            from gloaddriver.backends.postgres.replicaset import PostgresReplicaSet
+            return PostgresReplicaSet(t.replicas, t.replication, wal_mode=t.wal_mode,
+                                      init_file=t.spawn_init).start()
+        return PostgresServer(wal_mode=t.wal_mode, init_file=t.spawn_init).start()
 
     def target(self, config, server):
         return config._replace(opts=config.opts._replace(dsn=server.dsn, init=True),
                                target=config.target._replace(password=server.password))
 
     def server_argv(self, server):
-        return ['--dsn', 'host=%s port=%d dbname=%s user=%s sslmode=disable' % (
-            server.host, server.port, server.database, server.user), '--init'], {}
+        members = getattr(server, 'members', None) or [server]
+        return ['--dsn', 'host=%s port=%s dbname=%s user=%s sslmode=disable%s' % (
+            ','.join(m.host for m in members), ','.join(str(m.port) for m in members),
+            server.database, server.user,
+            ' target_session_attrs=read-write' if len(members) > 1 else ''), '--init'], {}
 
     def backend(self, config, counter):
         from gloaddriver.backends.postgres import pool
@@ -215,6 +223,30 @@ def _check_pipelined(args, kind, pool_size):
         raise errors.ConfigError('--pool-size %d exceeds --greenlets %d: with --connector '
                                  'pipelined a connection would have no greenlet'
                                  % (pool_size, args.greenlets))
+
+
+def _check_read_from(args, kind, connector):
+    """--read-from other than the leader: a replica set, the kv workload, and for a standby
+    through psycopg2 a libpq that knows target_session_attrs=prefer-standby (14)."""
+    if args.read_from in (None, 'leader'):
+        return
+    import psycopg2.extensions as ext
+    hosts = ''
+    if args.dsn:
+        try:
+            hosts = ext.parse_dsn(args.dsn).get('host') or ''
+        except Exception:
+            pass     # said as the backend opens, with the DSN's own error
+    if ',' not in hosts and not args.replicas:
+        raise errors.ConfigError('--read-from %s needs a replica set: a multi-host --dsn, or '
+                                 '--spawn --replicas N' % args.read_from)
+    if kind != 'kv':
+        raise errors.ConfigError('--read-from applies to --workload kv (its select and scan)')
+    if args.read_from == 'replica' and connector == 'psycopg2' and \
+            ext.libpq_version() < 140000:
+        raise errors.ConfigError('--read-from replica through psycopg2 needs libpq 14 or later '
+                                 '(target_session_attrs=prefer-standby); this psycopg2 has '
+                                 'libpq %d; use --connector pipelined' % ext.libpq_version())
 
 
 def _dsn(config):

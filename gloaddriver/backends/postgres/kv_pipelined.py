@@ -34,9 +34,18 @@ VERIFY = ('gl_verify', 'SELECT id, value FROM {t} WHERE id = ANY($1::bigint[])')
 _TLS_REQUIRED = ('require', 'verify-ca', 'verify-full')
 
 
+# libpq's target_session_attrs -> what a pipelined connection with several hosts wants
+# (shared_socket.WANTS). A standby wanted and none up: libpq's standby fails, ours reads
+# from the primary (prefer-standby).
+_SESSION_ATTRS = {'any': 'any', 'read-write': 'leader', 'primary': 'leader',
+                  'read-only': 'replica', 'standby': 'replica', 'prefer-standby': 'replica'}
+
+
 def target(dsn, password, environ=None):
-    """(host, port, user, database, password) of a libpq DSN, the PG* variables
-    filling what it leaves out; ConfigError for what this connector cannot reach."""
+    """(addresses, user, database, password, want) of a libpq DSN, the PG* variables
+    filling what it leaves out: ``addresses`` [(host, port)] of each host it names
+    (libpq's multi-host syntax), ``want`` from its target_session_attrs; ConfigError for
+    what this connector cannot reach."""
     import psycopg2.extensions
     env = os.environ if environ is None else environ
     try:
@@ -48,23 +57,32 @@ def target(dsn, password, environ=None):
     def get(key, var, default=None):
         return parsed.get(key) or env.get(var) or default
     host = get('hostaddr', 'PGHOSTADDR') or get('host', 'PGHOST', '')
-    if not host or host.startswith('/') or host.startswith('@'):
+    hosts = [h.strip() for h in host.split(',')]
+    sockets = [h for h in hosts if not h or h.startswith('/') or h.startswith('@')]
+    if not host or sockets:
         raise errors.ConfigError('--connector pipelined connects over TCP only: give the '
                                  'server\'s address as host= in --dsn (%s); or use --connector '
-                                 'psycopg2' % ('%s is a unix socket' % host if host else
+                                 'psycopg2' % ('%s is a unix socket' % sockets[0] if host else
                                                'libpq\'s default is the local unix socket'))
-    port = get('port', 'PGPORT', '5432')
-    if ',' in host or not port.isdigit():
-        raise errors.ConfigError('--connector pipelined takes one host and port in --dsn, '
-                                 'got host=%s port=%s' % (host, port))
+    ports = [p.strip() for p in get('port', 'PGPORT', '5432').split(',')]
+    if len(ports) == 1:
+        ports = ports * len(hosts)
+    if len(ports) != len(hosts) or not all(p.isdigit() for p in ports):
+        raise errors.ConfigError('--dsn names %d host%s and ports %s: give one port, or one '
+                                 'per host' % (len(hosts), '' if len(hosts) == 1 else 's',
+                                               ','.join(ports)))
     sslmode = get('sslmode', 'PGSSLMODE', 'prefer')
     if sslmode in _TLS_REQUIRED:
         raise errors.ConfigError('--connector pipelined does not speak TLS, and --dsn says '
                                  'sslmode=%s; use sslmode=disable, or --connector psycopg2'
                                  % sslmode)
+    attrs = get('target_session_attrs', 'PGTARGETSESSIONATTRS', 'any')
+    if attrs not in _SESSION_ATTRS:
+        raise errors.ConfigError('--dsn: target_session_attrs=%s is none of %s'
+                                 % (attrs, ', '.join(sorted(_SESSION_ATTRS))))
     user = get('user', 'PGUSER') or getpass.getuser()
-    return (host, int(port), user, get('dbname', 'PGDATABASE', user),
-            password or parsed.get('password') or env.get('PGPASSWORD'))
+    return ([(h, int(p)) for h, p in zip(hosts, ports)], user, get('dbname', 'PGDATABASE', user),
+            password or parsed.get('password') or env.get('PGPASSWORD'), _SESSION_ATTRS[attrs])
 
 
 def make_ops(conn, values, scan_length=workload.scan_length):
@@ -106,19 +124,23 @@ class PipelinedBackend(base.Backend):
         base.Backend.__init__(self, config)
         self.opts = config.opts
         self.dsn, self.password = dsn, password
-        self.host, self.port, self.user, self.database, self._secret = target(dsn, password)
+        self.addresses, self.user, self.database, self._secret, self.want = \
+            target(dsn, password)
         self.values = workload.values(config.load.value_size)
         self.conns = []
+        self.read_conns = []      # --read-from replica|any: the reads' own connections
         self._ops = []
         self._version = None
 
-    def _connection(self, statements=(), name='pg-pipelined', reconnect=True):
+    def _connection(self, statements=(), name='pg-pipelined', reconnect=True, want=None):
         c = self.config
-        return PipelinedConnection(self.host, self.port, self.user, self._secret,
+        host, port = self.addresses[0]
+        return PipelinedConnection(host, port, self.user, self._secret,
                                    self.database, timeout=c.limits.timeout,
                                    connect_timeout=c.limits.connect_timeout,
                                    statements=statements, reconnect=reconnect,
-                                   outage_limit=c.limits.outage_limit, name=name)
+                                   outage_limit=c.limits.outage_limit, name=name,
+                                   addresses=self.addresses, want=want or self.want)
 
     def describe(self):
         n = self.opts.pool_size
@@ -127,10 +149,17 @@ class PipelinedBackend(base.Backend):
                 % (self.config.load.greenlets, n, '' if n == 1 else 's'))
 
     def address(self):
-        return '%s:%s' % (self.host, self.port)
+        if self.conns:
+            return self.conns[0].address     # the member it is connected to
+        return ','.join('%s:%s' % a for a in self.addresses)
 
     def server_version(self):
         return self._version
+
+    def member(self):
+        if len(self.addresses) > 1 and self.conns:
+            return self.conns[0].address
+        return None
 
     def open(self):
         setup = self._connect(self._connection(name='pg-setup', reconnect=False))
@@ -144,6 +173,15 @@ class PipelinedBackend(base.Backend):
             self.conns.append(self._connect(self._connection(statements,
                                                              'pg-pipelined-%d' % i)))
         self._ops = [make_ops(conn, self.values) for conn in self.conns]
+        read_from = self.config.target.read_from
+        if read_from != 'leader':
+            # The reads on connections of their own, to a standby (or any member).
+            for i, ops in enumerate(self._ops):
+                conn = self._connect(self._connection(statements, 'pg-read-%d' % i,
+                                                      want=read_from))
+                self.read_conns.append(conn)
+                reads = make_ops(conn, self.values)
+                ops.update((op, reads[op]) for op in workload.READ_OPS)
 
     def _connect(self, conn):
         """conn.connect(), its refusal told as the psycopg2 path tells it."""
@@ -177,10 +215,10 @@ class PipelinedBackend(base.Backend):
         return self._ops[worker % len(self._ops)]
 
     def io_counts(self):
-        return summed_stats(self.conns)
+        return summed_stats(self.conns + self.read_conns)
 
     def reconnects(self):
-        return sum(conn.reconnects for conn in self.conns)
+        return sum(conn.reconnects for conn in self.conns + self.read_conns)
 
     def server_metrics(self, pid):
         from gloaddriver.backends.postgres import metrics
@@ -210,6 +248,6 @@ class PipelinedBackend(base.Backend):
         return read
 
     def close(self):
-        for conn in self.conns:
+        for conn in self.conns + self.read_conns:
             conn.close()
-        self.conns = []
+        self.conns = self.read_conns = []

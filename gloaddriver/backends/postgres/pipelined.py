@@ -128,10 +128,12 @@ class PipelinedConnection(SharedSocket):
 
     def __init__(self, host, port, user, password=None, database=None, timeout=5.0,
                  connect_timeout=3.0, statements=(), reconnect=True, outage_limit=30.0,
-                 name='pg-pipelined'):
+                 name='pg-pipelined', addresses=None, want='any'):
         SharedSocket.__init__(self, host, port, timeout=timeout,
                               connect_timeout=connect_timeout, reconnect=reconnect,
-                              outage_limit=outage_limit, name=name)
+                              outage_limit=outage_limit, name=name, addresses=addresses,
+                              want=want)
+        self._hot_standby = None
         self.user = user
         self._password = password or ''
         self.database = database or user
@@ -146,6 +148,7 @@ class PipelinedConnection(SharedSocket):
 
     def _handshake(self, sock):
         """Log in, prepare the statements."""
+        self._hot_standby = None
         buf = self._startup(sock)
         if self._statements:
             self._prepare_all(sock, buf)
@@ -198,11 +201,29 @@ class PipelinedConnection(SharedSocket):
                                           '(SQLSTATE %s)' % (self.address, message, code))
             elif kind == b'S':
                 name, _sep, value = bytes(payload).partition(b'\x00')
+                value = value.rstrip(b'\x00').decode('utf-8', 'replace')
                 if name == b'server_version':
-                    self.server_version = value.rstrip(b'\x00').decode('utf-8', 'replace')
+                    self.server_version = value
+                elif name == b'in_hot_standby':     # PostgreSQL 14 and later say it
+                    self._hot_standby = value
             elif kind == b'Z':
                 return buf
             # K (backend key), N (notice): nothing to keep
+
+    def _read_only(self, sock):
+        """A standby, as libpq's target_session_attrs tells it: in_hot_standby when the
+        server reports it, else ``SHOW transaction_read_only``."""
+        if self._hot_standby is not None:
+            return self._hot_standby == 'on'
+        _send(sock, b'Q', b'SHOW transaction_read_only\x00')
+        buf, value = bytearray(), None
+        while True:
+            kind, payload, buf = _read_message(sock, buf)
+            if kind == b'D' and _H.unpack_from(payload)[0] == 1:
+                size = _I.unpack_from(payload, 2)[0]
+                value = bytes(payload[6:6 + size])
+            elif kind == b'Z':
+                return value == b'on'
 
     def _prepare_all(self, sock, buf):
         """Parse every statement on a new socket before it carries requests: one round

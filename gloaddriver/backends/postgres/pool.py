@@ -37,9 +37,8 @@ _POLL_WRITE = psycopg2.extensions.POLL_WRITE
 _watchers = {}
 
 
-def _cached_wait(conn, timeout=None):
-    hub = get_hub()
-    fd = conn.fileno()
+def _pair(hub, conn, fd):
+    """The cached (read, write) watchers of ``conn`` on ``fd``."""
     pair = _watchers.get(fd)
     if pair is None or pair[2]() is not conn:
         # New, or left by a connection closed without forget() whose fd number this one
@@ -49,10 +48,26 @@ def _cached_wait(conn, timeout=None):
             pair[1].close()
         loop = hub.loop
         pair = _watchers[fd] = (loop.io(fd, 1), loop.io(fd, 2), weakref.ref(conn))
+    return pair
+
+
+def _cached_wait(conn, timeout=None):
+    hub = get_hub()
+    fd = pair = None
     while True:
         state = conn.poll()
         if state == _POLL_OK:
             return
+        # The descriptor is read again after every poll: while connecting to a
+        # multi-host DSN, libpq closes the socket of a host that failed (or that is not
+        # the read-write one asked for) and opens another, often on the same number. A
+        # watcher kept on the old socket would be one epoll no longer knows: libev
+        # aborts the process ("I/O watcher with invalid fd").
+        if conn.fileno() != fd:
+            if pair is not None and _watchers.get(fd) is pair:
+                forget(fd)    # the socket it watched is gone
+            fd = conn.fileno()
+            pair = _pair(hub, conn, fd)
         if state == _POLL_READ:
             hub.wait(pair[0])
         elif state == _POLL_WRITE:
@@ -164,6 +179,7 @@ class Pool(object):
         self.connects = 0       # connections made over the run
         self.discarded = 0
         self.peak = 0
+        self.member = None      # host:port of the server the last connection reached
 
     def connect(self, setup=True):
         """One new connection, bounded by connect_timeout; raises NetworkError."""
@@ -181,6 +197,10 @@ class Pool(object):
         finally:
             timer.close()
         conn.autocommit = self.autocommit
+        info = getattr(conn, 'info', None)     # psycopg2 2.8 and later
+        if info is not None:
+            # A multi-host DSN: which of its hosts libpq settled on.
+            self.member = '%s:%s' % (info.host, info.port)
         item = Pooled(conn)
         if setup and self.setup is not None:
             try:

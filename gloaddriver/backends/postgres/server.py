@@ -73,7 +73,7 @@ class PostgresServer(Server):
 
     def settings(self):
         return {'kind': 'postgres', 'spawned': True, 'wal_mode': self.wal_mode,
-                'settings': ' '.join(_PG_WAL[self.wal_mode][1::2]) or 'defaults',
+                'settings': ' '.join(self._setting_args()[1::2]) or 'defaults',
                 'ssl': 'off', 'max_connections': self.max_connections, 'bindir': self.bindir,
                 'init_file': self.init_file}
 
@@ -81,7 +81,12 @@ class PostgresServer(Server):
         return [os.path.join(self.bindir, 'postgres'), '-D', os.path.join(self.work_dir, 'data'),
                 '-p', str(self.port), '-k', self.work_dir, '-c', 'listen_addresses=127.0.0.1',
                 '-c', 'ssl=off', '-c', 'max_connections=%d' % self.max_connections,
-                '-c', 'shared_buffers=256MB'] + _PG_WAL[self.wal_mode]
+                '-c', 'shared_buffers=256MB'] + self._setting_args()
+
+    def _setting_args(self):
+        """The ``-c`` pairs that follow the fixed ones: --wal-mode's (a replica set's
+        members change them)."""
+        return list(_PG_WAL[self.wal_mode])
 
     def _as_user(self):
         if os.geteuid() != 0:

@@ -183,6 +183,12 @@ class PostgresBackend(base.Backend):
         self.pool = pgpool.Pool(dsn, self.opts.pool_size, password=password,
                                 connect_timeout=config.limits.connect_timeout,
                                 timeout=config.limits.timeout, setup=self._setup_connection)
+        self.read_pool = None     # --read-from replica|any: the reads' own pool
+        if config.target.read_from != 'leader':
+            self.read_pool = pgpool.Pool(
+                read_dsn(dsn, config.target.read_from), self.opts.pool_size, password=password,
+                connect_timeout=config.limits.connect_timeout, timeout=config.limits.timeout,
+                setup=self._setup_connection)
         self.monitor = PeakMonitor(self.pool)
         self.deadlines = pgpool.Deadlines(config.limits.timeout)
         self.values = workload.values(config.load.value_size)
@@ -191,6 +197,7 @@ class PostgresBackend(base.Backend):
         self._version = None
         self._address = None
         self._io0 = None
+        self._several_hosts = ',' in (dsn_address(dsn) or '')   # a multi-host DSN
 
     def describe(self):
         c = self.opts
@@ -298,6 +305,8 @@ class PostgresBackend(base.Backend):
         if c.workload == 'toolbench':
             return dict((name, _fetch_all(run, sql, params))
                         for name, (sql, params) in TOOLBENCH_QUERIES.items())
+        reads = run if self.read_pool is None else statement_runner(
+            self.read_pool, self.deadlines, self.password)
         t = c.table
         if c.prepared:
             ins, sel = 'EXECUTE gl_insert (%s, %s)', 'EXECUTE gl_select (%s)'
@@ -317,7 +326,7 @@ class PostgresBackend(base.Backend):
             return run(ins, (key, values[key % nv]), 'count')
 
         def op_select(key):
-            return run(sel, (key,), 'one')
+            return reads(sel, (key,), 'one')
 
         def op_update(key):
             return run(upd, (values[(key + 1) % nv], key), 'count')
@@ -326,7 +335,7 @@ class PostgresBackend(base.Backend):
             return run(dele, (key,), 'count')
 
         def op_scan(key):
-            return run(scan, (key, scan_length(key)), 'all')
+            return reads(scan, (key, scan_length(key)), 'all')
 
         def op_rmw(key):
             # Two statements in autocommit, as YCSB's read-modify-write: not atomic.
@@ -400,7 +409,11 @@ class PostgresBackend(base.Backend):
         return read
 
     def reconnects(self):
-        return self.pool.connects   # made during an outage: each one a reconnect
+        # Made during an outage: each one a reconnect.
+        return self.pool.connects + (self.read_pool.connects if self.read_pool else 0)
+
+    def member(self):
+        return self.pool.member if self._several_hosts else None
 
     def phase_started(self):
         self.monitor.start()
@@ -417,6 +430,8 @@ class PostgresBackend(base.Backend):
         self.monitor.stop()
         self.deadlines.stop()
         self.pool.close()
+        if self.read_pool is not None:
+            self.read_pool.close()
 
 
 def _fetch_all(run, sql, params):
@@ -447,6 +462,16 @@ def value_state(values):
                 return code
         return ledger.CORRUPT
     return state
+
+
+# --read-from -> libpq's target_session_attrs of the reads' pool (prefer-standby: libpq 14
+# and later; Kind.options refuses it on an older one).
+_READ_ATTRS = {'replica': 'prefer-standby', 'any': 'any'}
+
+
+def read_dsn(dsn, read_from):
+    """The DSN of the reads' pool: the same hosts, the session --read-from wants."""
+    return psycopg2.extensions.make_dsn(dsn, target_session_attrs=_READ_ATTRS[read_from])
 
 
 def dsn_address(dsn):

@@ -14,7 +14,7 @@ from gloaddriver import errors, workload
 from gloaddriver.backends import base
 from gloaddriver.converters import positive_int
 
-Options = namedtuple('Options', 'host port space connector connections max_pending overlap '
+Options = namedtuple('Options', 'addresses space connector connections max_pending overlap '
                                 'by_name request args fill index')
 DEFAULT_URI = '127.0.0.1:3301'
 
@@ -23,8 +23,11 @@ class Tarantool(base.Kind):
     name = 'tarantool'
     title = 'Tarantool'
     flags = (
-        (('--uri',), dict(metavar='HOST:PORT', help='tarantool: server address (default %s; '
-                                                    'ignored with --spawn)' % DEFAULT_URI)),
+        (('--uri',), dict(metavar='HOST:PORT[,HOST:PORT...]',
+                          help='tarantool: server address (default %s; ignored with --spawn); '
+                               'several, comma-separated, are the members of a replica set: '
+                               'writes go to the writable one (box.info.ro), found again '
+                               'when it changes' % DEFAULT_URI)),
         (('--space',), dict(help='tarantool: the space of the built-in ops, any format: keys '
                                  'and tuples follow its format and indexes (default '
                                  'gloaddriver)')),
@@ -61,11 +64,18 @@ class Tarantool(base.Kind):
     )
 
     def options(self, args):
-        uri = args.uri or DEFAULT_URI
-        host, sep, port = uri.rpartition(':')
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise errors.ConfigError('--uri must be HOST:PORT, got %r' % uri)
+        addresses = _addresses(args.uri or DEFAULT_URI)
+        if args.replication == 'remote_apply':
+            raise errors.ConfigError('--replication remote_apply is PostgreSQL\'s; Tarantool '
+                                     'replicates async or sync')
         connector = args.connector or 'buffered'
+        if args.read_from not in (None, 'leader') and len(addresses) < 2 and not args.replicas:
+            raise errors.ConfigError('--read-from %s needs a replica set: several --uri '
+                                     'addresses, or --spawn --replicas N' % args.read_from)
+        if (len(addresses) > 1 or args.replicas) and connector == 'sync':
+            raise errors.ConfigError('a replica set (several --uri addresses, --replicas) is '
+                                     'followed by the buffered connector; tarantool-python '
+                                     '(--connector sync) takes one address')
         if args.connections is not None and connector == 'sync':
             raise errors.ConfigError('--connections is for the buffered connector; the sync '
                                      'connector opens one connection per greenlet')
@@ -78,7 +88,7 @@ class Tarantool(base.Kind):
             raise errors.ConfigError('--verify reads back what the built-in ops wrote; %s '
                                      'writes what the driver cannot predict' % (
                                          '--' + request[0] if request else 'a workload file'))
-        return Options(host=host, port=int(port), space=args.space or 'gloaddriver',
+        return Options(addresses=addresses, space=args.space or 'gloaddriver',
                        connector=connector, connections=connections,
                        max_pending=args.max_pending or 10000, overlap=args.overlap is not False,
                        by_name=bool(args.by_name), request=request, args=args.args, fill=fill,
@@ -93,17 +103,22 @@ class Tarantool(base.Kind):
         return (workload.Phase(opts.request[0], ((opts.request[0], 1),)),)
 
     def spawn(self, config):
+        t = config.target
+        if t.replicas:
+            from gloaddriver.backends.tarantool.replicaset import TarantoolReplicaSet
+            return TarantoolReplicaSet(t.replicas, t.replication, space=config.opts.space,
+                                       wal_mode=t.wal_mode, init_file=t.spawn_init).start()
         from gloaddriver.backends.tarantool.server import TarantoolServer
-        return TarantoolServer(space=config.opts.space, wal_mode=config.target.wal_mode,
-                               init_file=config.target.spawn_init).start()
+        return TarantoolServer(space=config.opts.space, wal_mode=t.wal_mode,
+                               init_file=t.spawn_init).start()
 
     def target(self, config, server):
         return config._replace(
-            opts=config.opts._replace(host=server.host, port=server.port),
+            opts=config.opts._replace(addresses=_addresses(_uris(server))),
             target=config.target._replace(user=server.user, password=server.password))
 
     def server_argv(self, server):
-        return ['--uri', server.uri, '--user', server.user], {}
+        return ['--uri', _uris(server), '--user', server.user], {}
 
     def backend(self, config, counter):
         if config.opts.connector == 'sync':
@@ -125,6 +140,25 @@ class Tarantool(base.Kind):
     def crosscheck(self):
         from gloaddriver.backends.tarantool import crosscheck
         return crosscheck
+
+
+def _addresses(text):
+    """'h:1,h:2' -> [('h', 1), ('h', 2)]; ConfigError for anything else."""
+    out = []
+    for uri in text.split(','):
+        host, sep, port = uri.strip().rpartition(':')
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise errors.ConfigError('--uri must be HOST:PORT, or several comma-separated, got '
+                                     '%r' % text)
+        out.append((host.strip('[]'), int(port)))
+    if len(set(out)) != len(out):
+        raise errors.ConfigError('--uri names an address twice: %s' % text)
+    return tuple(out)
+
+
+def _uris(server):
+    """The --uri of a spawned server or replica set."""
+    return ','.join(getattr(server, 'uris', None) or [server.uri])
 
 
 def _request(args):

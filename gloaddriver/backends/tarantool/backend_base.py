@@ -19,12 +19,21 @@ class TarantoolBackend(base.Backend):
     the hint a refused connection gets."""
 
     def address(self):
-        return '%s:%s' % (self.config.opts.host, self.config.opts.port)
+        return ','.join('%s:%s' % a for a in self.config.opts.addresses)
+
+    def connection(self, name, want='leader', **kw):
+        """A buffered connection (not yet connected) to the member ``want`` says (the
+        writable one by default) of --uri's addresses, with the run's limits."""
+        c = self.config
+        host, port = c.opts.addresses[0]
+        return Connection(host, port, c.target.user, c.target.password,
+                          timeout=c.limits.timeout, connect_timeout=c.limits.connect_timeout,
+                          outage_limit=c.limits.outage_limit, name=name,
+                          addresses=c.opts.addresses, want=want, **kw)
 
     def server_metrics(self, pid):
         from gloaddriver.backends.tarantool import metrics
-        c = self.config
-        return metrics.sampler(c.opts, c.target, c.limits, pid)
+        return metrics.sampler(self.connection('metrics'), pid)
 
     def verify_reader(self):
         """--verify through a buffered connection of its own: a select by primary key per
@@ -32,10 +41,8 @@ class TarantoolBackend(base.Backend):
         if self.config.opts.request is not None or self.config.load.workload_file:
             return None
         c = self.config
-        conn = connect_when_up(lambda: Connection(
-            c.opts.host, c.opts.port, c.target.user, c.target.password, timeout=c.limits.timeout,
-            connect_timeout=c.limits.connect_timeout, name='verify').connect(),
-            c.limits.outage_limit)
+        conn = connect_when_up(lambda: self.connection('verify').connect(),
+                               c.limits.outage_limit)
         space_id = check_space(conn, c.opts.space)
         pk, state = Layout.read(conn, space_id).reader(self.values)
         select = conn.select

@@ -14,7 +14,6 @@ from gloaddriver.backends.shared_socket import summed_stats
 from gloaddriver.backends.tarantool import packed
 from gloaddriver.backends.tarantool import requests
 from gloaddriver.backends.tarantool.backend_base import TarantoolBackend, check_space
-from gloaddriver.backends.tarantool.connection import Connection
 from gloaddriver.backends.tarantool.layout import Layout
 from gloaddriver.backends.tarantool.layout import make_ops as make_layout_ops
 from gloaddriver.workload import keys as keygen
@@ -48,23 +47,23 @@ class BufferedBackend(TarantoolBackend):
         self.space_id = None
         self.values = workload.values(config.load.value_size)
         self._ops = []
+        self.read_conns = []      # --read-from replica|any: the reads' own connections
         self._targets = []        # per connection: the --sql statement's id, or the request
         self._request_note = ''
 
     def describe(self):
         n = self.config.opts.connections
-        return 'buffered connector, %d greenlets on %d connection%s%s' % (
-            self.config.load.greenlets, n, '' if n == 1 else 's', self._request_note)
+        reads = ', reads from %s (%s)' % (self.config.target.read_from, ', '.join(
+            c.address for c in self.read_conns)) if self.read_conns else ''
+        return 'buffered connector, %d greenlets on %d connection%s%s%s' % (
+            self.config.load.greenlets, n, '' if n == 1 else 's', self._request_note, reads)
 
     def _open(self):
         c = self.config
-        opts, limits = c.opts, c.limits
+        opts = c.opts
         for i in range(opts.connections):
-            conn = Connection(opts.host, opts.port, c.target.user, c.target.password,
-                              timeout=limits.timeout, connect_timeout=limits.connect_timeout,
-                              max_pending=opts.max_pending, outage_limit=limits.outage_limit,
-                              overlap=opts.overlap, name='tarantool-%d' % i)
-            self.conns.append(conn.connect())
+            self.conns.append(self.connection('tarantool-%d' % i, max_pending=opts.max_pending,
+                                              overlap=opts.overlap).connect())
         if opts.request is not None:
             self._open_request(opts.request)
         elif not c.load.workload_file:   # the built-in ops need their space
@@ -73,6 +72,17 @@ class BufferedBackend(TarantoolBackend):
             name = opts.space if opts.by_name else None
             self._ops = [make_ops(conn, self.space_id, self.values, name, layout)
                          for conn in self.conns]
+            read_from = c.target.read_from
+            if read_from != 'leader':
+                # The reads on connections of their own, to a replica (or any member):
+                # each worker's select and scan go there, its writes to the leader.
+                for i, ops in enumerate(self._ops):
+                    conn = self.connection('tarantool-read-%d' % i, want=read_from,
+                                           max_pending=opts.max_pending,
+                                           overlap=opts.overlap).connect()
+                    self.read_conns.append(conn)
+                    reads = make_ops(conn, self.space_id, self.values, name, layout)
+                    ops.update((op, reads[op]) for op in workload.READ_OPS)
 
     def _open_request(self, request):
         kind, target = request
@@ -104,15 +114,20 @@ class BufferedBackend(TarantoolBackend):
         return self.conns[worker % len(self.conns)]
 
     def io_counts(self):
-        return summed_stats(self.conns)
+        return summed_stats(self.conns + self.read_conns)
 
     def reconnects(self):
-        return sum(conn.reconnects for conn in self.conns)
+        return sum(conn.reconnects for conn in self.conns + self.read_conns)
+
+    def member(self):
+        if len(self.config.opts.addresses) > 1 and self.conns:
+            return self.conns[0].address
+        return None
 
     def server_version(self):
         return self.conns[0].server_version if self.conns else None
 
     def close(self):
-        for conn in self.conns:
+        for conn in self.conns + self.read_conns:
             conn.close()
-        self.conns = []
+        self.conns = self.read_conns = []

@@ -62,10 +62,12 @@ class Connection(SharedSocket):
 
     def __init__(self, host, port, user=None, password=None, timeout=5.0,
                  connect_timeout=3.0, max_pending=10000, read_buffer=256 * 1024,
-                 reconnect=True, outage_limit=30.0, name='tarantool', overlap=True):
+                 reconnect=True, outage_limit=30.0, name='tarantool', overlap=True,
+                 addresses=None, want='leader'):
         SharedSocket.__init__(self, host, port, timeout=timeout,
                               connect_timeout=connect_timeout, reconnect=reconnect,
-                              outage_limit=outage_limit, name=name)
+                              outage_limit=outage_limit, name=name, addresses=addresses,
+                              want=want)
         self.user = user
         self._password = password
         self.max_pending = max_pending
@@ -95,27 +97,44 @@ class Connection(SharedSocket):
             raise errors.ConnectError('%s does not speak IPROTO: %s' % (self.address, e))
 
     def _authenticate(self, sock, salt):
+        try:
+            self._ask(sock, self.encoder.auth, self.user, salt, self._password or '')
+        except errors.ServerError as e:
+            raise errors.AuthError(
+                'Tarantool at %s refused user %r: %s; check --user and --password '
+                '(or GLOADDRIVER_PASSWORD)' % (self.address, self.user, e.message))
+
+    def _read_only(self, sock):
+        """box.info.ro of the member on a new socket (with several addresses)."""
+        try:
+            rows = self._ask(sock, self.encoder.eval, u'return box.info.ro', [])
+        except errors.ServerError as e:
+            raise errors.ConnectError('Tarantool at %s cannot say whether it is writable '
+                                      '(box.info.ro): %s; with several --uri addresses the '
+                                      'user needs execute on universe' % (self.address,
+                                                                          e.message))
+        return bool(rows.data()[0]) if rows.__class__ is not list else False
+
+    def _ask(self, sock, encode, *args):
+        """One request on a socket not yet attached (the login, the role check): its
+        reply's body, or the reply's error raised."""
         buf = bytearray()
         self._sync += 1
-        self.encoder.auth(buf, self._sync, self.user, salt, self._password or '')
+        encode(buf, self._sync, *args)
         sock.sendall(bytes(buf))
-        # The reader's parser, so the login makes the same checks: bytes that are
-        # not IPROTO raise ProtocolError, which _handshake reports.
+        # The reader's parser, so these make the same checks: bytes that are not
+        # IPROTO raise ProtocolError, which _handshake reports.
         parser = ReplyParser(self.address)
         while True:
             data = sock.recv(4096)
             if not data:
-                raise EOFError('connection closed during authentication')
+                raise EOFError('connection closed during the handshake')
             for _sync, code, body in parser.feed(data):
                 if code == P.OK:
-                    return
+                    return body
                 if code == P.CHUNK:
                     continue
-                if not isinstance(body, errors.ServerError):
-                    raise body   # an error reply that cannot be read
-                raise errors.AuthError(
-                    'Tarantool at %s refused user %r: %s; check --user and --password '
-                    '(or GLOADDRIVER_PASSWORD)' % (self.address, self.user, body.message))
+                raise body   # the reply's error (a ServerError, or one that cannot be read)
 
     # -- the request path -----------------------------------------------------
 
@@ -312,6 +331,7 @@ class Connection(SharedSocket):
         recv_into = raw.recv_into
         read_some = self._read_some
         overlap = self.overlap
+        follow = self.want == 'leader' and len(self.addresses) > 1
         OK, CHUNK = P.OK, P.CHUNK   # locals: used per reply
 
         def on_readable():
@@ -346,6 +366,11 @@ class Connection(SharedSocket):
                         continue
                     else:
                         waiter.throw(body)   # the reply's error (replies.ReplyParser)
+                        if follow and getattr(body, 'code', None) == P.ER_READONLY:
+                            # Demoted in place (an orchestrator's switchover): the
+                            # writable member is another one now.
+                            return self._lost(sock, errors.NetworkError(
+                                'Tarantool at %s is read-only now' % self.address))
                     if self._sock is not sock:
                         return   # a woken caller closed the connection
                     if i == flush_at:

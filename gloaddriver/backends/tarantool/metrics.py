@@ -21,10 +21,9 @@ CHARTS = [{'kind': 'server-memory', 'title': 'Server: memory (box.slab.info)',
            'keys': ['arena_used', 'items_used', 'quota_used'], 'unit': 'bytes'}]
 
 
-def sampler(opts, target, limits, pid=None):
-    from gloaddriver.backends.tarantool.connection import Connection
-    conn = Connection(opts.host, opts.port, target.user, target.password,
-                      timeout=limits.timeout, name='metrics').connect()
+def sampler(conn, pid=None):
+    """The sampler on ``conn``, a buffered connection not yet connected."""
+    conn.connect()
 
     def sample():
         return dict(conn.eval(_SAMPLE)[0])

@@ -268,7 +268,8 @@ class Encoder(object):
 # Box errors that mean the instance cannot serve writes now: an outage, not an answer.
 # ER_LOADING (still recovering), ER_READONLY (read-only, as an instance is while box.cfg
 # recovers after a restart, and a replica always: writes to one are an outage too).
-OUTAGE_CODES = frozenset((116, 7))
+ER_READONLY = 7
+OUTAGE_CODES = frozenset((116, ER_READONLY))
 
 
 def server_error(code, body):

@@ -63,7 +63,7 @@ class SyncBackend(TarantoolBackend):
 
     def _connect(self):
         c = self.config
-        host, port, user, password = c.opts.host, c.opts.port, c.target.user, c.target.password
+        (host, port), user, password = c.opts.addresses[0], c.target.user, c.target.password
         kwargs = dict(user=user if user != 'guest' or password else None,
                       password=password, socket_timeout=c.limits.timeout,
                       connection_timeout=c.limits.connect_timeout, reconnect_max_attempts=3,
@@ -89,9 +89,9 @@ class SyncBackend(TarantoolBackend):
                 self.space_id = first.schema.get_space(opts.space).sid
             except tnt_error.SchemaError:
                 raise errors.SchemaError(
-                    'Tarantool at %s:%s has no space %r; create it (box.schema.space.create(%r) '
+                    'Tarantool at %s has no space %r; create it (box.schema.space.create(%r) '
                     'with a primary index) or use --spawn'
-                    % (opts.host, opts.port, opts.space, opts.space))
+                    % (self.address(), opts.space, opts.space))
         try:
             self._version = first.eval('return _TARANTOOL')[0].split('-')[0]
         except Exception:
@@ -106,11 +106,7 @@ class SyncBackend(TarantoolBackend):
 
     def _schema_connection(self):
         """A buffered connection of a moment's use, for the checks before the run."""
-        from gloaddriver.backends.tarantool.connection import Connection
-        c = self.config
-        return Connection(c.opts.host, c.opts.port, c.target.user, c.target.password,
-                          timeout=c.limits.timeout, connect_timeout=c.limits.connect_timeout,
-                          name='schema').connect()
+        return self.connection('schema').connect()
 
     def _check_request(self, request):
         """--call/--eval/--sql proven on the server, as the buffered connector does."""
