@@ -24,7 +24,8 @@ request went out when the server still looked alive and got no answer).
 Each event: ``start`` and ``end`` (seconds into the phase; ``end`` None while
 still open when the phase ended), ``duration``, ``failed`` and ``timed_out`` (ops
 that ended so while it lasted), ``reconnects``, ``returned`` (when the server came
-back, if known) and ``recovery`` (from then to the first success), ``first_error``;
+back, if known) and ``recovery`` (from then to the first success), ``first_error``,
+``errors`` (the failed and timed-out ops by kind);
 against a replica set, ``member_before`` and ``member_after`` (the member the writes
 went to as it began and after it: two of them make it a failover).
 """
@@ -48,9 +49,21 @@ def _bad(ops):
     return (sum(st.failed_total for st in ops), sum(st.timed_out for st in ops))
 
 
+def _by_kind(ops):
+    """{error kind: count} over the ops, timeouts as 'timeout' (read at an outage's edges
+    only)."""
+    out = {}
+    for st in ops:
+        for kind, n in st.failed.items():
+            out[kind] = out.get(kind, 0) + n
+        if st.timed_out:
+            out['timeout'] = out.get('timeout', 0) + st.timed_out
+    return out
+
+
 class _Open(object):
     __slots__ = ('start', 'first_error_at', 'first_error', 'ok0', 'failed0', 'timed0',
-                 'reconnects0', 'returned', 'confirmed', 'member0')
+                 'reconnects0', 'returned', 'confirmed', 'member0', 'kinds0')
 
 
 class OutageWatch(object):
@@ -99,6 +112,7 @@ class OutageWatch(object):
         o.failed0, o.timed0 = _bad(self._ops)
         o.reconnects0 = self._reconnects()
         o.member0 = self._member()
+        o.kinds0 = _by_kind(self._ops)
         o.returned = None
         o.confirmed = confirmed
         if confirmed and self._say is not None:
@@ -224,6 +238,8 @@ class OutageWatch(object):
             'recovery': round(end - returned, 3) if (end is not None and returned is not None)
             else None,
             'first_error': o.first_error,
+            'errors': dict((k, n - o.kinds0.get(k, 0)) for k, n in _by_kind(self._ops).items()
+                           if n > o.kinds0.get(k, 0)),
         }
         if o.member0 is not None:
             event['member_before'] = o.member0
@@ -285,6 +301,12 @@ def merge_concurrent(lists):
         for k in ('failed', 'timed_out', 'reconnects'):
             if last.get(k) is not None or e.get(k) is not None:
                 last[k] = (last.get(k) or 0) + (e.get(k) or 0)
+        if e.get('errors'):
+            kinds = last['errors'] = dict(last.get('errors') or {})
+            for kind, n in e['errors'].items():
+                kinds[kind] = kinds.get(kind, 0) + n
+        if e.get('member_after') is not None:     # the side that saw where writes went
+            last['member_after'] = e['member_after']
         if e.get('returned') is not None:
             last['returned'] = min(x for x in (last.get('returned'), e['returned'])
                                    if x is not None)

@@ -110,15 +110,21 @@ class ServerMetrics(object):
         so that a leader that is down still leaves the members' figures."""
         mine = self._sampler
 
+        def quietly(f):
+            try:
+                return f()
+            except Exception:    # that side is down: the other's figures still count
+                return None
+
         def both():
-            jobs = [gevent.spawn(f) for f in (mine, sampler)]
+            jobs = [gevent.spawn(quietly, f) for f in (mine, sampler)]
             try:
                 gevent.joinall(jobs)     # within sample()'s timeout
             finally:
                 gevent.killall(jobs, block=False)
             out = {}
             for job in jobs:
-                if job.successful() and job.value:
+                if job.value:
                     out.update(job.value)
             return out or None
 

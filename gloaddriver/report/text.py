@@ -138,7 +138,12 @@ def table(result):
 
 
 def fault_text(f):
-    text = '%s at %.2f s' % (f['action'], f['t'])
+    name = '%s-%s' % (f['action'], f['target']) if f.get('target') else f['action']
+    if f.get('member'):
+        name += ' (%s)' % f['member']
+    elif f.get('to'):
+        name += ' %s -> %s' % (f['from'], f['to'])
+    text = '%s at %.2f s' % (name, f['t'])
     if f.get('duration') is not None:
         text += ' for %g s' % f['duration']
     if f.get('took', 0) >= 0.05:
@@ -189,6 +194,9 @@ def outage_lines(phase):
             text += ', %d reconnect%s' % (o['reconnects'], '' if o['reconnects'] == 1 else 's')
         if o.get('recovery') is not None:
             text += ', first success %.2f s after the server returned' % o['recovery']
+        if o.get('member_after') not in (None, o.get('member_before')):
+            text += '; FAILOVER: writes moved from %s to %s' % (o['member_before'],
+                                                              o['member_after'])
         out.append(text + '; first error: %s' % o['first_error'])
     for f in phase.get('faults') or ():
         out.append('%s: fault %s' % (phase['name'], fault_text(f)))

@@ -25,17 +25,35 @@ CHARTS = [{'kind': 'server-backends', 'title': 'Server: backends', 'keys': ['num
 
 
 def sampler(pool, pid=None):
+    """The sampler, on a connection of its own from ``pool``'s DSN: made again when the
+    server lost it (a restart, or a failover: a multi-host DSN reaches the new leader)."""
     from gloaddriver.backends.postgres import pool as pgpool
-    item = pool.connect(setup=False)
-    pgpool.name_monitor(item)
+    held = [None]
+
+    def connect():
+        item = pool.connect(setup=False)
+        pgpool.name_monitor(item)
+        held[0] = item
+        return item
+
+    def drop():
+        item, held[0] = held[0], None
+        if item is not None:
+            pgpool.forget(item.fd)
+            item.conn.close()
 
     def sample():
-        cur = item.cur
-        cur.execute(_SAMPLE)
-        return dict(zip(_FIELDS, cur.fetchone()))
-
-    def close():
-        pgpool.forget(item.fd)
-        item.conn.close()
-    return ServerMetrics(sample, close, RATES, GAUGES, PROGRESS_RATES, CHARTS, pid=pid,
+        item = held[0]
+        if item is None or item.conn.closed:
+            drop()
+            item = connect()
+        try:
+            item.cur.execute(_SAMPLE)
+            return dict(zip(_FIELDS, item.cur.fetchone()))
+        except Exception:
+            if item.conn.closed:
+                drop()     # the next sample connects again
+            raise
+    connect()
+    return ServerMetrics(sample, drop, RATES, GAUGES, PROGRESS_RATES, CHARTS, pid=pid,
                          progress_label=PROGRESS_LABEL)

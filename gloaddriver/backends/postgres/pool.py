@@ -5,7 +5,8 @@ Two wait callbacks make psycopg2 yield to the hub instead of blocking:
 * ``psycogreen``: psycogreen's stock callback, which builds a new io watcher
   for every wait;
 * ``cached`` (default): the same loop, but each connection keeps one read and
-  one write watcher for its life. Measured in docs/benchmarks.md ("PostgreSQL").
+  one write watcher for its life once connected (while it connects, libpq may change
+  its socket). Measured in docs/benchmarks.md ("PostgreSQL").
 
 A psycopg2 connection cannot be shared by greenlets, hence the pool: LIFO (the
 most recently used, warmest connection first), created lazily up to ``size``,
@@ -51,23 +52,40 @@ def _pair(hub, conn, fd):
     return pair
 
 
-def _cached_wait(conn, timeout=None):
-    hub = get_hub()
-    fd = pair = None
+def _connect_wait(hub, conn):
+    """A connection's first wait, its connect: a new watcher for every wait.
+
+    libpq may close a socket and open another meanwhile (a multi-host DSN: a host that
+    refused, or that is not the read-write one asked for), often on the same number.
+    epoll forgets a socket at its close; a watcher kept across the change would wait on
+    the new one unregistered (for ever, when libev sees no change of events on the fd),
+    or on a closed one (libev aborts the process: "I/O watcher with invalid fd"). A new
+    watcher makes libev register the descriptor afresh."""
+    loop = hub.loop
     while True:
         state = conn.poll()
         if state == _POLL_OK:
             return
-        # The descriptor is read again after every poll: while connecting to a
-        # multi-host DSN, libpq closes the socket of a host that failed (or that is not
-        # the read-write one asked for) and opens another, often on the same number. A
-        # watcher kept on the old socket would be one epoll no longer knows: libev
-        # aborts the process ("I/O watcher with invalid fd").
-        if conn.fileno() != fd:
-            if pair is not None and _watchers.get(fd) is pair:
-                forget(fd)    # the socket it watched is gone
-            fd = conn.fileno()
-            pair = _pair(hub, conn, fd)
+        if state not in (_POLL_READ, _POLL_WRITE):
+            raise psycopg2.OperationalError('bad poll state %r' % (state,))
+        watcher = loop.io(conn.fileno(), 1 if state == _POLL_READ else 2)
+        try:
+            hub.wait(watcher)
+        finally:
+            watcher.close()
+
+
+def _cached_wait(conn, timeout=None):
+    hub = get_hub()
+    pair = _watchers.get(conn.fileno())
+    if pair is None or pair[2]() is not conn:
+        _connect_wait(hub, conn)
+        _pair(hub, conn, conn.fileno())    # its socket is for good now: watched from here
+        return
+    while True:
+        state = conn.poll()
+        if state == _POLL_OK:
+            return
         if state == _POLL_READ:
             hub.wait(pair[0])
         elif state == _POLL_WRITE:
