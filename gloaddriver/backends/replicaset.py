@@ -75,23 +75,26 @@ class ReplicaSet(object):
         pg_stat_replication); {} when the leader cannot say."""
         return {}
 
-    def figures(self):
+    def figures(self, seconds=0.5):
         """The members' figures for the server metrics: ``requests@URI`` (cumulative
         requests each live member served) and, per replica, ``lag@URI`` (lag_unit behind
-        the leader) and ``lag_seconds@URI``."""
+        the leader) and ``lag_seconds@URI``. Every member is asked at once, and what has
+        not come back within ``seconds`` is left out: a paused member costs the others
+        nothing."""
+        import gevent
+        live = [m for i, m in enumerate(self.members)
+                if i not in self._down and i not in self._paused]
+        jobs = [gevent.spawn(_quietly, self._requests, m) for m in live]
+        lag = gevent.spawn(_quietly, self.lag)
+        gevent.joinall(jobs + [lag], timeout=seconds)
+        gevent.killall(jobs + [lag], block=False)
         out = {}
-        for i, m in enumerate(self.members):
-            if i in self._down or i in self._paused:
-                continue
-            try:
-                n = self._requests(m)
-            except Exception:    # down or restarting: no figure this time
-                n = None
-            if n is not None:
-                out['requests@' + m.uri] = n
-        for uri, lag in self.lag().items():
-            out['lag@' + uri] = lag.get(self.lag_unit)
-            out['lag_seconds@' + uri] = lag.get('seconds')
+        for m, job in zip(live, jobs):
+            if job.value is not None:
+                out['requests@' + m.uri] = job.value
+        for uri, behind in (lag.value or {}).items():
+            out['lag@' + uri] = behind.get(self.lag_unit)
+            out['lag_seconds@' + uri] = behind.get('seconds')
         return out
 
     def extend_metrics(self, metrics):
@@ -211,3 +214,11 @@ class ReplicaSet(object):
         self.leader = best
         self.promotions.append((clock(), old.uri, best.uri))
         return old, best
+
+
+def _quietly(fn, *args):
+    """fn(*args), or None when it fails (a member down or restarting)."""
+    try:
+        return fn(*args)
+    except Exception:
+        return None

@@ -17,7 +17,10 @@ from __future__ import absolute_import, division, print_function
 import getpass
 import os
 
+import gevent
+
 from gloaddriver import errors, workload
+from gloaddriver.py23 import clock
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
 from gloaddriver.backends.postgres.workloads import SCHEMA_KV, missing_tables, value_state
@@ -177,11 +180,22 @@ class PipelinedBackend(base.Backend):
         if read_from != 'leader':
             # The reads on connections of their own, to a standby (or any member).
             for i, ops in enumerate(self._ops):
-                conn = self._connect(self._connection(statements, 'pg-read-%d' % i,
-                                                      want=read_from))
+                conn = self._read_connection(statements, 'pg-read-%d' % i, read_from)
                 self.read_conns.append(conn)
                 reads = make_ops(conn, self.values)
                 ops.update((op, reads[op]) for op in workload.READ_OPS)
+
+    def _read_connection(self, statements, name, want, patience=10.0):
+        """A connection for the reads, on a standby: a table --init has just made on the
+        primary may take a moment to get there (its statements cannot be prepared)."""
+        deadline = clock() + patience
+        while True:
+            try:
+                return self._connect(self._connection(statements, name, want=want))
+            except errors.SchemaError:
+                if clock() > deadline:
+                    raise
+                gevent.sleep(0.1)
 
     def _connect(self, conn):
         """conn.connect(), its refusal told as the psycopg2 path tells it."""

@@ -38,6 +38,7 @@ import time
 
 from gloaddriver import errors
 from gloaddriver.backends import replicaset
+from gloaddriver.backends.postgres.pool import MONITOR_NAME
 from gloaddriver.backends.postgres.server import (POSTGRES_DB, POSTGRES_USER, PostgresServer,
                                                   _connect)
 from gloaddriver.backends.spawn import tail
@@ -295,7 +296,8 @@ class PostgresReplicaSet(replicaset.ReplicaSet):
         import psycopg2
         with gevent.Timeout(seconds, psycopg2.OperationalError(
                 'no answer from %s within %s s' % (member.uri, seconds))):
-            conn = _connect(member.dsn, seconds)
+            # Named as the driver's sampling connections are: not counted as load.
+            conn = _connect(member.dsn + ' application_name=' + MONITOR_NAME, seconds)
             try:
                 conn.autocommit = True
                 cur = conn.cursor()
@@ -463,6 +465,16 @@ class PostgresReplicaSet(replicaset.ReplicaSet):
         member.run_tool('pg_rewind', ['-D', member.data_dir, '--source-server',
                                       leader.replication_conninfo(member, dbname='postgres'),
                                       '--no-sync'], left())
+
+    lag_unit = 'bytes'
+
+    def _requests(self, member):
+        """The transactions ``member`` has run for clients (pg_stat_database of the
+        database: commits and rollbacks, a standby's read-only ones included; the
+        sampler's own query among them)."""
+        rows = self._query(member, 'SELECT xact_commit + xact_rollback FROM pg_stat_database '
+                                   'WHERE datname = current_database()', seconds=1)
+        return int(rows[0][0]) if rows else None
 
     def lag(self):
         import psycopg2
