@@ -101,11 +101,38 @@ def test_bad_values_exit_2(argv, capsys):
     (['--html', '/'], 'is a directory'),
     (['--interval', '0.5'], '--progress 0'),
     (['--progress', '0', '--interval', '0'], 'above 0'),
+    # replica sets
+    (['--uri', 'h:1,h:1'], 'names an address twice'),
+    (['--uri', 'h:1,'], 'HOST:PORT'),
+    (['--replicas', '2'], '--replicas goes with --spawn'),
+    (['--spawn', '--replication', 'sync'], '--replication goes with --replicas'),
+    (['--spawn', '--replicas', '2', '--replication', 'remote_apply'], "PostgreSQL's"),
+    (['--uri', 'h:1,h:2', '--connector', 'sync'], 'takes one address'),
+    (['--spawn', '--replicas', '1', '--connector', 'sync'], 'takes one address'),
+    (['--read-from', 'replica'], 'needs a replica set'),
+    (['--backend', 'postgres', '--dsn', 'host=a', '--read-from', 'any'],
+     'needs a replica set'),
+    (['--backend', 'postgres', '--spawn', '--replicas', '1', '--read-from', 'any',
+      '--workload', 'relational'], 'applies to --workload kv'),
+    (['--spawn', '--fault', 'kill-leader@1s'], 'is a member of a replica set'),
+    (['--spawn', '--replicas', '2', '--fault', 'start-leader@1s'], 'the leader is up then'),
 ])
 def test_impossible_combinations_are_config_errors(argv, words):
     with pytest.raises(errors.ConfigError) as e:
         configuration.parse(argv, environ={})
     assert words in str(e.value)
+
+
+def test_several_addresses_and_a_replica_set_parse():
+    c = configuration.parse(['--uri', 'a:1, b:2,[::1]:3', '--read-from', 'any'], environ={})
+    assert c.opts.addresses == (('a', 1), ('b', 2), ('::1', 3))
+    assert c.target.read_from == 'any' and c.target.replicas is None
+    c = configuration.parse(['--spawn', '--replicas', '2', '--replication', 'sync', '--fault',
+                             'kill@1s,promote@2s'], environ={})
+    assert (c.target.replicas, c.target.replication, c.target.read_from) == (2, 'sync',
+                                                                             'leader')
+    assert [(f.action, f.target) for f in c.target.faults] == [('kill', 'leader'),
+                                                               ('promote', None)]
 
 
 def test_main_returns_2_on_config_error(capsys):

@@ -100,21 +100,26 @@ def test_a_million_keys_cost_two_megabytes_and_ranges_far_apart_stay_small():
 
 # -- the outage watch -------------------------------------------------------------------
 
-def _watch_run(script, timeout=1.0):
-    """Feed an OutageWatch a script of (seconds, 'ok' | exception) events on fake ops."""
+def _watch_run(script, timeout=1.0, member=None):
+    """Feed an OutageWatch a script of (seconds, 'ok' | exception) events on fake ops;
+    ``member``: a list whose first item the backend's member() says ('reconnect to X'
+    moves it to X)."""
     st = stats.OpStats('select')
     reconnects = [0]
     watch = outages.OutageWatch([st], t0=_now(), timeout=timeout,
-                                reconnects=lambda: reconnects[0])
+                                reconnects=lambda: reconnects[0],
+                                member=(lambda: member[0]) if member else None)
     start = _now()
     for at, what in script:
         gevent.sleep(max(start + at - _now(), 0))
         st.attempted += 1
         if what == 'ok':
             st.lat[100] += 1
-        elif what == 'reconnect':
+        elif what.__class__ is str and what.startswith('reconnect'):
             st.attempted -= 1
             reconnects[0] += 1
+            if member and what.startswith('reconnect to '):
+                member[0] = what[len('reconnect to '):]
         else:
             watch.failed(what)
             st.error(what)
@@ -135,6 +140,40 @@ def test_an_outage_lasts_from_the_first_error_to_the_first_success():
     assert abs(e['start'] - 0.2) < 0.05 and abs(e['duration'] - 0.4) < 0.06, e
     assert e['failed'] == 2 and e['timed_out'] == 0 and e['reconnects'] == 1
     assert not e['open'] and e['recovery'] is not None and e['recovery'] < 0.1
+
+
+def test_an_outage_that_ends_on_another_member_is_a_failover_with_its_errors_by_kind():
+    (e,) = _watch_run([(0.0, 'ok'), (0.2, errors.NetworkError('lost')),
+                       (0.3, errors.NotConnected('down')), (0.35, errors.NotConnected('down')),
+                       (0.45, errors.RequestTimeout('no reply')),
+                       (0.47, errors.ServerError(7, 'read-only', True)),
+                       (0.5, 'reconnect to b:2'), (0.55, 'ok')], member=['a:1'])
+    assert (e['member_before'], e['member_after']) == ('a:1', 'b:2')
+    assert e['errors'] == {'network': 3, 'timeout': 1, 'server:7': 1}, e
+    (e,) = _watch_run([(0.0, 'ok'), (0.2, errors.NetworkError('lost')), (0.4, 'ok')],
+                      member=['a:1'])
+    assert (e['member_before'], e['member_after']) == ('a:1', 'a:1')     # no failover
+    (e,) = _watch_run([(0.0, 'ok'), (0.2, errors.NetworkError('lost')), (0.4, 'ok')])
+    assert 'member_before' not in e and e['errors'] == {'network': 1}    # one server
+
+
+def test_the_report_and_a_merge_say_where_a_failover_moved_the_writes():
+    base = {'open': False, 'timed_out': 0, 'reconnects': 1, 'returned': None,
+            'recovery': None, 'first_error': 'network: lost'}
+    a = dict(base, start=1.0, end=2.0, duration=1.0, failed=3, errors={'network': 3},
+             member_before='a:1', member_after='b:2')
+    b = dict(base, start=1.1, end=2.2, duration=1.1, failed=2, errors={'network': 1,
+                                                                      'timeout': 1},
+             member_before='a:1', member_after='b:2')
+    (m,) = outages.merge_concurrent([[a], [b]])
+    assert m['errors'] == {'network': 4, 'timeout': 1} and m['member_after'] == 'b:2'
+    line = text.outage_lines({'name': 'insert', 'outages': [a]})[0]
+    assert line.endswith('FAILOVER: writes moved from a:1 to b:2; first error: network: lost')
+    assert 'failover a:1 -> b:2' in outages.summary([a])
+    fault = {'action': 'promote', 't': 3.0, 'took': 0.4, 'from': 'a:1', 'to': 'b:2'}
+    assert text.fault_text(fault) == 'promote a:1 -> b:2 at 3.00 s (took 0.40 s)'
+    fault = {'action': 'kill', 'target': 'leader', 'member': 'a:1', 't': 2.0, 'took': 0.0}
+    assert text.fault_text(fault) == 'kill-leader (a:1) at 2.00 s'
 
 
 def test_a_timeout_dates_the_outage_back_to_its_request():
