@@ -44,6 +44,8 @@ class ReplicaSet(object):
         self._hit = {}          # target -> the member its last kill/stop hit
         self._down = set()      # members killed and not started again (by index)
         self._paused = set()    # members paused (by index)
+        self._sampling = {}     # (member uri, slot) -> its connection for the figures
+        self._busy = set()      # the (member uri, slot) of the looks out now
 
     # -- what a backend gives -------------------------------------------------------------
 
@@ -67,6 +69,39 @@ class ReplicaSet(object):
         """Requests the live ``member`` has served from clients (cumulative), or None."""
         return None
 
+    def _sampling_connection(self, member):
+        """A connection to ``member`` for the figures (connected, with ``close()``)."""
+        raise NotImplementedError
+
+    def _on_sampling_connection(self, member, use, slot='requests'):
+        """``use(conn)`` on the member's own connection for the figures, kept from one
+        interval to the next (a new one each second would be the driver's syscalls) and
+        made again after any failure. ``slot``: figures read at the same time (each
+        member's requests, the leader's lag) each have their own, as a psycopg2
+        connection takes one query at a time."""
+        key = (member.uri, slot)
+        if key in self._busy:
+            # The last interval's look is still out (a member slow to answer): never two
+            # on one connection. A psycopg2 connection holds a lock while its query
+            # waits, and a second query or a close from another greenlet would wait for
+            # that lock with the whole process.
+            raise errors.RequestTimeout('%s still busy with the last look' % member.uri)
+        self._busy.add(key)
+        try:
+            conn = self._sampling.get(key)
+            if conn is None:
+                conn = self._sampling[key] = self._sampling_connection(member)
+            try:
+                return use(conn)
+            except BaseException:
+                # Closed by this greenlet, the only one in it: a query the failure
+                # interrupted has let go of the connection by now.
+                del self._sampling[key]
+                _quietly(conn.close)
+                raise
+        finally:
+            self._busy.discard(key)
+
     lag_unit = 'rows'    # what lag() counts besides seconds: 'rows' or 'bytes'
 
     def lag(self):
@@ -75,7 +110,7 @@ class ReplicaSet(object):
         pg_stat_replication); {} when the leader cannot say."""
         return {}
 
-    def figures(self, seconds=0.5):
+    def figures(self, seconds):
         """The members' figures for the server metrics: ``requests@URI`` (cumulative
         requests each live member served) and, per replica, ``lag@URI`` (lag_unit behind
         the leader) and ``lag_seconds@URI``. Every member is asked at once, and what has
@@ -94,13 +129,15 @@ class ReplicaSet(object):
                 out['requests@' + m.uri] = job.value
         for uri, behind in (lag.value or {}).items():
             out['lag@' + uri] = behind.get(self.lag_unit)
-            out['lag_seconds@' + uri] = behind.get('seconds')
+            seconds = behind.get('seconds')
+            # A replica's clock a hair behind the leader's says a negative lag: none.
+            out['lag_seconds@' + uri] = None if seconds is None else max(seconds, 0.0)
         return out
 
-    def extend_metrics(self, metrics):
+    def extend_metrics(self, metrics, period):
         """The server's sampler (``measure.server_metrics.ServerMetrics``, or None) with
         the members' figures beside it: requests per member as rates, lag as gauges and
-        a chart of them."""
+        a chart of them; sampled each ``period``, so each look gets most of one."""
         uris = [m.uri for m in self.members]
         rates = ['requests@' + u for u in uris]
         gauges = ['lag@' + u for u in uris] + ['lag_seconds@' + u for u in uris]
@@ -110,7 +147,8 @@ class ReplicaSet(object):
                    'leader', 'keys': ['lag_seconds@' + u for u in uris], 'unit': 'seconds'}]
         if metrics is None:
             return None
-        return metrics.with_more(self.figures, lambda: None, rates, gauges, charts)
+        return metrics.with_more(lambda: self.figures(0.8 * period), lambda: None, rates,
+                                 gauges, charts)
 
     def settings(self):
         """What the manifest says about the set (never a password)."""
@@ -130,6 +168,10 @@ class ReplicaSet(object):
         return self
 
     def stop(self):
+        for key, conn in self._sampling.items():
+            if key not in self._busy:    # one in use is the server's to end (stopped next)
+                _quietly(conn.close)
+        self._sampling = {}
         for m in reversed(self.members):
             m.stop()
 

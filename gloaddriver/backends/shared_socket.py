@@ -119,7 +119,7 @@ class SharedSocket(object):
         for host, port in order:
             self.host, self.port = host, port
             try:
-                sock, read_only = self._open_at(host, port, ask=True)
+                sock, read_only = self._open_at(host, port, ask=self.want != ANY)
             except errors.ConnectError as e:
                 why.append(str(e))
                 continue

@@ -16,7 +16,7 @@ from gloaddriver.run.interrupts import Interrupts
 from gloaddriver.run.runner import Run
 
 
-def _metrics(backend, server):
+def _metrics(backend, server, period):
     """The per-interval server sampler, or None when it cannot be had (said in the result)."""
     pid = server.proc.pid if server is not None and server.proc is not None else None
     try:
@@ -26,7 +26,7 @@ def _metrics(backend, server):
         return None
     # A spawned replica set adds its members' figures (requests each served, lag).
     extend = getattr(server, 'extend_metrics', None)
-    return extend(metrics) if extend is not None else metrics
+    return extend(metrics, period) if extend is not None else metrics
 
 
 def run(config, out=None):
@@ -51,7 +51,7 @@ def run(config, out=None):
             profiler = Profiler(prof.callgrind, prof.pstats, prof.clock, prof.profiler)
         phases, aborted, verified = backend.run_phases(), None, None
         if phases is None:
-            metrics = _metrics(backend, server)
+            metrics = _metrics(backend, server, config.output.interval)
             live = live_out.open(config)
             sink = live
             if web is not None:

@@ -121,6 +121,23 @@ def assert_restart_outage(outage, faults, phase_seconds):
     return False
 
 
+def wait_for(what, check, seconds=30, expected=Exception):
+    """Poll ``check`` until it is true (an ``expected`` exception counts as not yet);
+    fail the test, naming ``what`` and the last error, when it is not within ``seconds``."""
+    import time
+    import gevent
+    deadline = time.time() + seconds
+    last = None
+    while time.time() < deadline:
+        try:
+            if check():
+                return
+        except expected as e:
+            last = e
+        gevent.sleep(0.05)
+    pytest.fail('%s: not within %d s (%s)' % (what, seconds, last))
+
+
 def assert_accounted(result):
     """ok + failed + timed_out == attempted, in every phase and every op of a mix; and
     the result has the shape of the shipped schema."""

@@ -4,7 +4,6 @@ primary back as a replica by pg_rewind), remote_apply."""
 from __future__ import absolute_import, division, print_function
 
 import os
-import time
 
 import pytest
 
@@ -13,6 +12,7 @@ gevent = pytest.importorskip('gevent')
 
 from gloaddriver.backends.postgres import pool   # noqa: E402
 from gloaddriver.backends.postgres.replicaset import PostgresReplicaSet   # noqa: E402
+from tests.integration.conftest import wait_for as _wait_for   # noqa: E402
 
 
 @pytest.fixture
@@ -45,17 +45,7 @@ def query(dsn, sql, params=None):
 
 
 def wait_for(what, check, seconds=30):
-    """Poll ``check`` (a query error counts as not yet) until it is true."""
-    deadline = time.time() + seconds
-    last = None
-    while time.time() < deadline:
-        try:
-            if check():
-                return
-        except psycopg2.Error as e:
-            last = e
-        gevent.sleep(0.05)
-    pytest.fail('%s: not within %d s (%s)' % (what, seconds, last))
+    return _wait_for(what, check, seconds, psycopg2.Error)
 
 
 def test_async_rows_reach_both_read_only_standbys(started):

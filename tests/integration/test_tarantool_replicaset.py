@@ -13,6 +13,7 @@ import pytest
 from gloaddriver import errors
 from gloaddriver.backends.tarantool.connection import Connection
 from gloaddriver.backends.tarantool.replicaset import MEMBERS_UP, TarantoolReplicaSet
+from tests.integration.conftest import wait_for as _wait_for
 
 SPACE = 'gloaddriver'
 AFTER = 10 ** 9   # a key no writer makes
@@ -63,17 +64,7 @@ def get(rs, member, key):
 
 
 def wait_for(what, check, seconds=30):
-    """Poll ``check`` (an error of the driver counts as not yet) until it is true."""
-    deadline = time.time() + seconds
-    last = None
-    while time.time() < deadline:
-        try:
-            if check():
-                return
-        except errors.GloadError as e:
-            last = e
-        gevent.sleep(0.05)
-    pytest.fail('%s: not within %d s (%s)' % (what, seconds, last))
+    return _wait_for(what, check, seconds, errors.GloadError)
 
 
 def start_writers(rs, member, count, first=0):

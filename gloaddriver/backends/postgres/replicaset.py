@@ -471,10 +471,27 @@ class PostgresReplicaSet(replicaset.ReplicaSet):
     def _requests(self, member):
         """The transactions ``member`` has run for clients (pg_stat_database of the
         database: commits and rollbacks, a standby's read-only ones included; the
-        sampler's own query among them)."""
-        rows = self._query(member, 'SELECT xact_commit + xact_rollback FROM pg_stat_database '
-                                   'WHERE datname = current_database()', seconds=1)
+        samplers' own queries among them)."""
+        rows = self._sampled(member, 'SELECT xact_commit + xact_rollback FROM '
+                                     'pg_stat_database WHERE datname = current_database()')
         return int(rows[0][0]) if rows else None
+
+    def _sampling_connection(self, member):
+        # Named as the driver's sampling connections are: not counted as load.
+        conn = _connect(member.dsn + ' application_name=' + MONITOR_NAME, 3)
+        conn.autocommit = True
+        return conn
+
+    def _sampled(self, member, sql, slot='requests'):
+        """The rows of ``sql`` on the member's connection for the figures."""
+        def run(conn):
+            cur = conn.cursor()
+            try:
+                cur.execute(sql)
+                return cur.fetchall()
+            finally:
+                cur.close()
+        return self._on_sampling_connection(member, run, slot)
 
     def lag(self):
         import psycopg2
@@ -482,10 +499,10 @@ class PostgresReplicaSet(replicaset.ReplicaSet):
         if leader is None:
             return {}
         try:
-            rows = self._query(leader, 'SELECT application_name, pg_wal_lsn_diff('
-                                       'pg_current_wal_lsn(), replay_lsn), '
-                                       'EXTRACT(EPOCH FROM replay_lag) FROM pg_stat_replication',
-                               seconds=3)
+            rows = self._sampled(leader, 'SELECT application_name, pg_wal_lsn_diff('
+                                         'pg_current_wal_lsn(), replay_lsn), '
+                                         'EXTRACT(EPOCH FROM replay_lag) '
+                                         'FROM pg_stat_replication', 'lag')
         except psycopg2.Error:
             return {}
         by_name = dict((m.app_name, m) for m in self.members)

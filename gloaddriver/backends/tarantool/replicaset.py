@@ -700,14 +700,29 @@ class TarantoolReplicaSet(replicaset.ReplicaSet):
     def _requests(self, member):
         """The IPROTO requests ``member`` has taken from clients (box.stat.net(); the
         samplers' own evals among them)."""
-        return self._eval(member, _REQUESTS, seconds=1.0)[0]
+        return self._on_sampling_connection(member, lambda c: c.eval(_REQUESTS)[0])
+
+    def _sampling_connection(self, member):
+        from gloaddriver.backends.tarantool.connection import Connection
+        return Connection(member.host, member.port, member.user, member.password,
+                          timeout=INFO_SECONDS, connect_timeout=INFO_SECONDS,
+                          reconnect=False, name='tarantool-replicaset-figures').connect()
+
+    def _look(self, member):
+        """What ``_INFO`` sees on ``member`` now, on its connection for the figures, or
+        None when it does not answer."""
+        try:
+            return Info(self._on_sampling_connection(
+                member, lambda c: c.eval(_INFO, [self.space]), 'lag'))
+        except errors.GloadError:
+            return None
 
     def lag(self):
         leader = self.leader
         if leader is None or self._index(leader) in self._down:
             return {}
         replicas = self._live_replicas()
-        looks = [gevent.spawn(self._try_info, m) for m in [leader] + replicas]
+        looks = [gevent.spawn(self._look, m) for m in [leader] + replicas]
         gevent.joinall(looks, timeout=INFO_SECONDS + 2.0)
         infos = [g.value if g.successful() else None for g in looks]
         for g in looks:
