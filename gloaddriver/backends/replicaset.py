@@ -121,8 +121,12 @@ class ReplicaSet(object):
                 if i not in self._down and i not in self._paused]
         jobs = [gevent.spawn(_quietly, self._requests, m) for m in live]
         lag = gevent.spawn(_quietly, self.lag)
-        gevent.joinall(jobs + [lag], timeout=seconds)
-        gevent.killall(jobs + [lag], block=False)
+        try:
+            gevent.joinall(jobs + [lag], timeout=seconds)
+        finally:
+            # Not waited for: a look parked on a member that does not answer ends as
+            # the kill reaches it, on its own connection (never closed under it).
+            gevent.killall(jobs + [lag], block=False)
         out = {}
         for m, job in zip(live, jobs):
             if job.value is not None:

@@ -121,7 +121,10 @@ class ServerMetrics(object):
             try:
                 gevent.joinall(jobs)     # within sample()'s timeout
             finally:
-                gevent.killall(jobs, block=False)
+                # Gone before this returns: close() kills this greenlet and then closes
+                # the connections, and a psycopg2 query still parked in one holds a
+                # lock its close would wait on with the whole process.
+                gevent.killall(jobs)
             out = {}
             for job in jobs:
                 if job.value:
