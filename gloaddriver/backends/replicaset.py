@@ -151,6 +151,9 @@ class ReplicaSet(object):
                    'leader', 'keys': ['lag_seconds@' + u for u in uris], 'unit': 'seconds'}]
         if metrics is None:
             return None
+        # One look now, unhurried, opens the members' connections: the looks of the
+        # phases' edges and intervals then only ask (a login each would not fit in them).
+        self.figures(5.0)
         return metrics.with_more(lambda: self.figures(0.8 * period), lambda: None, rates,
                                  gauges, charts)
 
