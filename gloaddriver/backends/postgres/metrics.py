@@ -26,34 +26,55 @@ CHARTS = [{'kind': 'server-backends', 'title': 'Server: backends', 'keys': ['num
 
 def sampler(pool, pid=None):
     """The sampler, on a connection of its own from ``pool``'s DSN: made again when the
-    server lost it (a restart, or a failover: a multi-host DSN reaches the new leader)."""
+    server lost it (a restart, or a failover: a multi-host DSN reaches the new leader).
+
+    One greenlet at a time uses it (a sample at a phase's edge may come while an
+    interval's is still out: it is then skipped), and it is closed only once that one
+    has let go: a psycopg2 query parked in the wait callback holds the connection's
+    lock, and a close or a query from another greenlet would wait on it with the whole
+    process."""
+    from gevent.hub import getcurrent
     from gloaddriver.backends.postgres import pool as pgpool
-    held = [None]
+    held = {'item': None, 'user': None}
 
     def connect():
         item = pool.connect(setup=False)
         pgpool.name_monitor(item)
-        held[0] = item
+        held['item'] = item
         return item
 
-    def drop():
-        item, held[0] = held[0], None
-        if item is not None:
-            pgpool.forget(item.fd)
-            item.conn.close()
+    def forget(item):
+        if held['item'] is item:
+            held['item'] = None
+        pgpool.forget(item.fd)
+        item.conn.close()
 
     def sample():
-        item = held[0]
-        if item is None or item.conn.closed:
-            drop()
-            item = connect()
+        if held['user'] is not None:
+            raise RuntimeError('the last sample is still out')
+        held['user'] = getcurrent()
         try:
-            item.cur.execute(_SAMPLE)
-            return dict(zip(_FIELDS, item.cur.fetchone()))
-        except Exception:
-            if item.conn.closed:
-                drop()     # the next sample connects again
-            raise
+            item = held['item']
+            if item is None or item.conn.closed:
+                if item is not None:
+                    forget(item)
+                item = connect()
+            try:
+                item.cur.execute(_SAMPLE)
+                return dict(zip(_FIELDS, item.cur.fetchone()))
+            except BaseException:
+                if item.conn.closed:
+                    forget(item)     # the next sample connects again
+                raise
+        finally:
+            held['user'] = None
+
+    def close():
+        user = held['user']
+        if user is not None and user is not getcurrent():
+            user.kill()      # psycopg2 lets go of the connection as the kill lands
+        if held['item'] is not None:
+            forget(held['item'])
     connect()
-    return ServerMetrics(sample, drop, RATES, GAUGES, PROGRESS_RATES, CHARTS, pid=pid,
+    return ServerMetrics(sample, close, RATES, GAUGES, PROGRESS_RATES, CHARTS, pid=pid,
                          progress_label=PROGRESS_LABEL)
