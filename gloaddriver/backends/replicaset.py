@@ -20,16 +20,13 @@ A set stands in for a single server wherever the runner holds one: ``kill()``,
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver import errors
-from gloaddriver.py23 import clock
 
 LEADER, REPLICA = 'leader', 'replica'
 
 
 class ReplicaSet(object):
-    """The members (``members[0]`` started as the leader), the one that takes writes now
-    (``leader``), and the promotions done (``promotions``: clock time, from, to)."""
-
-    name = 'replica set'
+    """The members (``members[0]`` started as the leader) and the one that takes writes
+    now (``leader``)."""
 
     def __init__(self, replicas, mode):
         """``mode``: --replication (config.flags.REPLICATION_MODES), as the backend's
@@ -40,7 +37,6 @@ class ReplicaSet(object):
         self.mode = mode
         self.members = []
         self.leader = None
-        self.promotions = []
         self._hit = {}          # target -> the member its last kill/stop hit
         self._down = set()      # members killed and not started again (by index)
         self._paused = set()    # members paused (by index)
@@ -261,7 +257,6 @@ class ReplicaSet(object):
         old = self.leader
         self._promote(best, [m for m in live if m is not best])
         self.leader = best
-        self.promotions.append((clock(), old.uri, best.uri))
         return old, best
 
 

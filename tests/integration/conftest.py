@@ -121,6 +121,28 @@ def assert_restart_outage(outage, faults, phase_seconds):
     return False
 
 
+class ReplicaSets(object):
+    """``sets(replicas, mode, **kw)``: a replica set of the test's own (``make``'s), started;
+    ``stop_all()`` after the test stops each and checks it left no process or folder."""
+
+    def __init__(self, make, timeout):
+        self.make = make
+        self.timeout = timeout
+        self.sets = []
+
+    def __call__(self, replicas, mode, **kw):
+        rs = self.make(replicas, mode, **kw)
+        self.sets.append(rs)
+        return rs.start(timeout=self.timeout)
+
+    def stop_all(self):
+        for rs in self.sets:
+            dirs = [m.work_dir for m in rs.members]
+            rs.stop()
+            assert all(m.work_dir is None and m.proc is None for m in rs.members)
+            assert dirs and not any(os.path.exists(d) for d in dirs if d)
+
+
 def wait_for(what, check, seconds=30, expected=Exception):
     """Poll ``check`` until it is true (an ``expected`` exception counts as not yet);
     fail the test, naming ``what`` and the last error, when it is not within ``seconds``."""

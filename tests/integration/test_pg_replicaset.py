@@ -3,7 +3,6 @@ standbys, no acknowledged row lost across a failover in the sync mode (and the o
 primary back as a replica by pg_rewind), remote_apply."""
 from __future__ import absolute_import, division, print_function
 
-import os
 
 import pytest
 
@@ -12,6 +11,7 @@ gevent = pytest.importorskip('gevent')
 
 from gloaddriver.backends.postgres import pool   # noqa: E402
 from gloaddriver.backends.postgres.replicaset import PostgresReplicaSet   # noqa: E402
+from tests.integration.conftest import ReplicaSets   # noqa: E402
 from tests.integration.conftest import wait_for as _wait_for   # noqa: E402
 
 
@@ -19,18 +19,9 @@ from tests.integration.conftest import wait_for as _wait_for   # noqa: E402
 def started():
     """started(replicas, mode): a set of the test's own, stopped after it."""
     pool.install('cached')   # green psycopg2 (the set bounds its queries with gevent)
-    sets = []
-
-    def start(replicas, mode):
-        rs = PostgresReplicaSet(replicas, mode)
-        sets.append(rs)
-        return rs.start(timeout=90)
-    yield start
-    for rs in sets:
-        dirs = [m.work_dir for m in rs.members]
-        rs.stop()
-        assert all(m.work_dir is None and m.proc is None for m in rs.members)
-        assert dirs and not any(os.path.exists(d) for d in dirs if d)
+    sets = ReplicaSets(PostgresReplicaSet, 90)
+    yield sets
+    sets.stop_all()
 
 
 def query(dsn, sql, params=None):

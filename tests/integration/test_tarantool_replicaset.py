@@ -13,6 +13,7 @@ import pytest
 from gloaddriver import errors
 from gloaddriver.backends.tarantool.connection import Connection
 from gloaddriver.backends.tarantool.replicaset import MEMBERS_UP, TarantoolReplicaSet
+from tests.integration.conftest import ReplicaSets
 from tests.integration.conftest import wait_for as _wait_for
 
 SPACE = 'gloaddriver'
@@ -27,18 +28,9 @@ return ids"""
 @pytest.fixture
 def started():
     """started(replicas, mode, **kw): a set of the test's own, stopped after it."""
-    sets = []
-
-    def start(replicas, mode, **kw):
-        rs = TarantoolReplicaSet(replicas, mode, **kw)
-        sets.append(rs)
-        return rs.start(timeout=60)
-    yield start
-    for rs in sets:
-        dirs = [m.work_dir for m in rs.members]
-        rs.stop()
-        assert all(m.work_dir is None and m.proc is None for m in rs.members)
-        assert dirs and not any(os.path.exists(d) for d in dirs if d)
+    sets = ReplicaSets(TarantoolReplicaSet, 60)
+    yield sets
+    sets.stop_all()
 
 
 def connect(rs, member, timeout=10.0):

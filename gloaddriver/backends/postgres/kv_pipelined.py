@@ -264,4 +264,4 @@ class PipelinedBackend(base.Backend):
     def close(self):
         for conn in self.conns + self.read_conns:
             conn.close()
-        self.conns = self.read_conns = []
+        self.conns, self.read_conns = [], []

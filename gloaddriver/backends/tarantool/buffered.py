@@ -130,4 +130,4 @@ class BufferedBackend(TarantoolBackend):
     def close(self):
         for conn in self.conns + self.read_conns:
             conn.close()
-        self.conns = self.read_conns = []
+        self.conns, self.read_conns = [], []
