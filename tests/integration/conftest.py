@@ -121,6 +121,22 @@ def assert_restart_outage(outage, faults, phase_seconds):
     return False
 
 
+def pg_query(dsn, sql, params=None):
+    """The rows of one statement (or its row count), autocommitted, on a connection of
+    its own to ``dsn``, made with the driver's psycopg2 setup (text as unicode on 2.7)."""
+    import psycopg2
+    from gloaddriver.backends.postgres import pool
+    pool.install('cached')
+    conn = psycopg2.connect(dsn)
+    try:
+        conn.autocommit = True
+        cur = conn.cursor()
+        cur.execute(sql, params)
+        return cur.fetchall() if cur.description else cur.rowcount
+    finally:
+        conn.close()
+
+
 class ReplicaSets(object):
     """``sets(replicas, mode, **kw)``: a replica set of the test's own (``make``'s), started;
     ``stop_all()`` after the test stops each and checks it left no process or folder."""

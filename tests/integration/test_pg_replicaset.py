@@ -12,6 +12,7 @@ gevent = pytest.importorskip('gevent')
 from gloaddriver.backends.postgres import pool   # noqa: E402
 from gloaddriver.backends.postgres.replicaset import PostgresReplicaSet   # noqa: E402
 from tests.integration.conftest import ReplicaSets   # noqa: E402
+from tests.integration.conftest import pg_query as query   # noqa: E402
 from tests.integration.conftest import wait_for as _wait_for   # noqa: E402
 
 
@@ -22,17 +23,6 @@ def started():
     sets = ReplicaSets(PostgresReplicaSet, 90)
     yield sets
     sets.stop_all()
-
-
-def query(dsn, sql, params=None):
-    conn = psycopg2.connect(dsn)
-    try:
-        conn.autocommit = True
-        cur = conn.cursor()
-        cur.execute(sql, params)
-        return cur.fetchall() if cur.description else cur.rowcount
-    finally:
-        conn.close()
 
 
 def wait_for(what, check, seconds=30):

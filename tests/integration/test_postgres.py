@@ -10,7 +10,7 @@ import pytest
 
 from gloaddriver import workload
 from gloaddriver.backends.postgres.server import PostgresServer
-from tests.integration.conftest import ROOT, assert_accounted, run_cli, started_driver
+from tests.integration.conftest import ROOT, assert_accounted, pg_query, run_cli, started_driver
 from tests import result_schema
 
 psycopg2 = pytest.importorskip('psycopg2')
@@ -42,16 +42,7 @@ def run_pg(server, args, **kw):
 
 
 def query(server, sql, params=None):
-    from gloaddriver.backends.postgres import pool
-    pool.install('cached')   # the driver's own setup: text comes back as unicode on 2.7 too
-    conn = psycopg2.connect(server.dsn)
-    try:
-        conn.autocommit = True
-        cur = conn.cursor()
-        cur.execute(sql, params)
-        return cur.fetchall() if cur.description else cur.rowcount
-    finally:
-        conn.close()
+    return pg_query(server.dsn, sql, params)
 
 
 _n = [0]

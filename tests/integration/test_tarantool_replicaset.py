@@ -55,6 +55,21 @@ def get(rs, member, key):
                SPACE, key)
 
 
+def insert(rs, member, row):
+    conn = connect(rs, member)
+    try:
+        conn.insert(SPACE, row)
+    finally:
+        conn.close()
+
+
+def wait_mesh(rs, member):
+    """Until ``member`` follows every other member."""
+    wait_for('%s following the mesh' % member.label, lambda: sorted(
+        i for i, u in rs._info(member).upstreams.items() if u[0] == 'follow') ==
+        sorted(o.instance_id for o in rs.members if o is not member))
+
+
 def wait_for(what, check, seconds=30):
     return _wait_for(what, check, seconds, errors.GloadError)
 
@@ -96,14 +111,8 @@ def test_async_rows_reach_both_read_only_replicas_in_a_full_mesh(started):
         with open(os.path.join(m.work_dir, 'init.lua')) as f:
             assert rs.password not in f.read()
         # Every member follows the two others.
-        wait_for('%s following the mesh' % m.label, lambda m=m: sorted(
-            i for i, u in rs._info(m).upstreams.items() if u[0] == 'follow') ==
-            sorted(o.instance_id for o in rs.members if o is not m))
-    conn = connect(rs, leader)
-    try:
-        conn.insert(SPACE, [1, u'one'])
-    finally:
-        conn.close()
+        wait_mesh(rs, m)
+    insert(rs, leader, [1, u'one'])
     for r in (r1, r2):
         wait_for('the row on ' + r.label,
                  lambda r=r: get(rs, r, 1) == [[1, u'one']])
@@ -256,14 +265,8 @@ def test_old_leader_with_rows_nobody_else_has_comes_back_rebootstrapped(started)
     assert get(rs, leader, 105) == [[105, u'new leader']]
     # Back in the mesh: it follows both others, and they follow it.
     for m in rs.members:
-        wait_for('%s following the mesh' % m.label, lambda m=m: sorted(
-            i for i, u in rs._info(m).upstreams.items() if u[0] == 'follow') ==
-            sorted(o.instance_id for o in rs.members if o is not m))
-    conn = connect(rs, new)
-    try:
-        conn.insert(SPACE, [200, u'later'])
-    finally:
-        conn.close()
+        wait_mesh(rs, m)
+    insert(rs, new, [200, u'later'])
     wait_for('a later row on the old leader', lambda: 200 in ids(rs, leader))
     assert sorted(rs.lag()) == sorted([leader.uri, r2.uri])
 
