@@ -14,6 +14,8 @@
         |   +-- GaveUp          the server stayed unreachable past --outage-limit
         +-- RequestTimeout      no reply within the request timeout
         +-- ServerError         the server replied with an error (code, message)
+        +-- ScriptError         a --script failed in the client: an undefined variable,
+                                a division by zero, a bigint out of range
 
 Network and server errors are separate branches on purpose: a load driver has to
 tell "the server said no" (a result) from "we could not ask" (an outage). Each
@@ -106,6 +108,12 @@ class ServerError(OpError):
 
     def __str__(self):
         return '%s (code %s)' % (self.message, self.code)
+
+
+class ScriptError(OpError):
+    """A script's own command failed in the client (pgbench's run-time errors): the
+    message names the script and its line."""
+    kind = 'script'
 
 
 def say(text):

@@ -26,6 +26,8 @@ SUBCOMMANDS = (
     ('compare', 'a table of ops/s, latencies and syscalls/op across result JSON files'),
     ('merge', 'join the result JSON files of shards that ran together into one'),
     ('html', 'a self-contained HTML report from a result JSON file'),
+    ('pgbench', "pgbench 15's flags and summary, run by gloaddriver on PostgreSQL "
+                '(pgbench -i makes the tables)'),
 )
 
 

@@ -20,7 +20,7 @@ The JSON contract is report/result.schema.json (docs/result.md).
 """
 from __future__ import absolute_import, division, print_function
 
-from gloaddriver.measure import client_bound, outages, stats, syscalls, timeline
+from gloaddriver.measure import client_bound, outages, script_figures, stats, syscalls, timeline
 from gloaddriver.measure.window import (CONNECTION_KEYS, LATE_AFTER, batching, client_load,
                                        per_op_us, syscall_block, text)
 
@@ -272,6 +272,8 @@ class PhaseResult(dict):
             res['timeline'] = timeline.merge_concurrent([p['timeline'] for p in parts])
         if any('outages' in p for p in parts):
             res['outages'] = outages.merge_concurrent([p.get('outages') or [] for p in parts])
+        if any(p.get('script') for p in parts):
+            res['script'] = script_figures.merged([p.get('script') for p in parts])
         # One server seen by every part: any part's samples are the server's.
         metrics = [p['server_metrics'] for p in parts if p.get('server_metrics')]
         if metrics:

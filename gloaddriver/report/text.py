@@ -123,6 +123,7 @@ def table(result):
                             _n(r['late']),
                             r['late_after_ms'], _n(r['dropped'])))
         lines.extend(stage_lines(p))
+        lines.extend(script_lines(p))
         for note in p.get('notes', ()):   # what the backend says of its phase
             lines.append('%s: %s' % (p['name'], note))
         lines.extend(outage_lines(p))
@@ -135,6 +136,39 @@ def table(result):
     for w in result.get('warnings') or ():
         lines.append('WARNING %s' % w['message'])
     return lines
+
+
+def script_lines(phase):
+    """A phase of scripts: its retries and failures by class, and with --per-statement a
+    row per script command (pgbench -r's figures, in milliseconds)."""
+    sc = phase.get('script')
+    if not sc:
+        return []
+    name = phase['name']
+    lines = []
+    f = sc['failures']
+    if sc['max_tries'] != 1 or any(f.values()):
+        lines.append('%s: %s transactions retried (%s retries in all, up to %s tries each); '
+                     'failed: %s serialization, %s deadlock, %s other'
+                     % (name, _n(sc['retried']), _n(sc['retries']),
+                        sc['max_tries'] or 'unlimited', _n(f['serialization']),
+                        _n(f['deadlock']), _n(f['other'])))
+    rows = sc.get('statements')
+    if rows:
+        lines.append('%s: per statement, latency in ms (%s protocol):' % (name, sc['protocol']))
+        lines.append('  %10s %9s %9s %9s %8s %8s  %s' % (
+            'count', 'mean', 'p50', 'p99', 'failures', 'retries', 'script:line  command'))
+        for r in rows:
+            lat = r['latency_us']
+            lines.append('  %10s %9s %9s %9s %8s %8s  %s:%d  %s' % (
+                _n(r['count']), _ms(lat['mean']), _ms(lat['p50']), _ms(lat['p99']),
+                _n(r['failures']), _n(r['retries']), r['script'], r['line'],
+                r['command'] if len(r['command']) <= 70 else r['command'][:67] + '...'))
+    return lines
+
+
+def _ms(us):
+    return '-' if us is None else '%.3f' % (us / 1000.0)
 
 
 def fault_text(f):

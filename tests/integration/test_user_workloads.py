@@ -262,25 +262,6 @@ def test_bad_requests_are_one_line(args, words):
         assert w in err, err
 
 
-@pytest.mark.parametrize('text,words', [
-    (u'\\set aid random(1, 10\nSELECT 1;\n', ['line 1', 'cannot parse']),
-    (u'-- c\n\\set n nosuch(1)\nSELECT 1;\n', ['line 2', 'unknown function nosuch']),
-    (u'SELECT :missing;\n', ['line 1', ':missing is not set']),
-    (u'\\sleep 10 ms\nSELECT 1;\n', ['line 1', '\\sleep is not supported']),
-    (u'-- nothing\n', ['no SQL statement']),
-    (u'\\set a random(1)\nSELECT 1;\n', ['line 1', 'the expression fails']),
-    (u'\\set z random_zipfian(1, 100, 1.0)\nSELECT 1;\n', ['line 1', 'ZeroDivisionError']),
-    (u'BEGIN;\nSELECT 1;\n', ['line 1', 'BEGIN without END']),
-])
-def test_bad_scripts_name_file_and_line(tmpdir, text, words):
-    path = write(tmpdir, 'bad.sql', text)
-    rc, out, err, res = run_cli(['--backend', 'postgres', '--script', path, '--ops', '10'])
-    assert rc == 2, err
-    assert err.count('\n') == 1 and 'Traceback' not in err and path in err
-    for w in words:
-        assert w in err, err
-
-
 def test_a_script_on_a_missing_table_fails_before_the_run(bank, tmpdir):
     path = write(tmpdir, 'typo.sql', u'SELECT 1;\n\nSELECT * FROM acounts WHERE aid = :key;\n')
     rc, out, err, res = run_pg(bank, ['--script', path, '--prepared', '--ops', '10'])

@@ -9,15 +9,21 @@ This module is the kind itself: its flags and how they make a backend.
 """
 from __future__ import absolute_import, division, print_function
 
+import os
 import re
 from collections import namedtuple
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
-from gloaddriver.converters import positive_int
+from gloaddriver.converters import count, positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
-                                'wait_callback scripts connector')
+                                'wait_callback scripts connector script_run')
+# How scripts run (pgbench's flags): --protocol, --max-tries, --per-statement, --define,
+# --scale, --connect-per-op, --tx-log, --sampling-rate.
+ScriptRun = namedtuple('ScriptRun', 'protocol max_tries per_statement defines scale '
+                                    'connect_per_op tx_log sampling_rate')
+PROTOCOLS = ('simple', 'extended', 'prepared')
 WORKLOADS = ('kv', 'relational', 'bulk', 'toolbench')
 RELATIONAL_OPS = ('create', 'read')
 RELATIONAL_MIX = 'create=50,read=50'
@@ -55,7 +61,7 @@ class Postgres(base.Kind):
                                 help='postgres: psycopg2 (the default; one statement per '
                                      'connection at a time) or pipelined (ours: the extended '
                                      'protocol, the statements of several greenlets in flight '
-                                     'on one socket; --workload kv only)')),
+                                     'on one socket; --workload kv and scripts)')),
         (('--pool-size',), dict(type=positive_int, metavar='N',
                                 help='postgres: connections in the pool (default: --greenlets; '
                                      'with --connector pipelined one per %d greenlets)'
@@ -66,9 +72,43 @@ class Postgres(base.Kind):
         (('--rows',), dict(type=positive_int, metavar='N',
                            help='postgres bulk: rows per method (default 100000)')),
         (('--script',), dict(action='append', metavar='FILE.sql[@W]',
-                             help='postgres: a pgbench-style script run whole as one op; '
-                                  'several (a.sql@9,b.sql@1, or the flag again) make a weighted '
-                                  'mix (see docs/workloads.md)')),
+                             help='postgres: a pgbench script (its whole language) run whole as '
+                                  'one op; several (a.sql@9,b.sql@1, or the flag again) make a '
+                                  'weighted mix (see docs/pgbench.md)')),
+        (('--builtin',), dict(action='append', metavar='NAME[@W]',
+                              help='postgres: one of pgbench\'s built-in scripts: tpcb-like, '
+                                   'simple-update, select-only (a prefix will do); mixes with '
+                                   '--script as another script')),
+        (('--define',), dict(action='append', metavar='NAME=VALUE',
+                             help='postgres scripts: set a variable before the first run, as '
+                                  'pgbench -D')),
+        (('--protocol',), dict(choices=list(PROTOCOLS),
+                               help='postgres scripts: how statements go, as pgbench -M: simple '
+                                    '(values in the text; the default), extended (values apart '
+                                    'from the text), prepared (PREPARE once per connection; '
+                                    '--prepared says the same)')),
+        (('--scale',), dict(type=positive_int, metavar='N',
+                            help='postgres scripts: pgbench\'s scale; with --init, pgbench\'s '
+                                 'tables are made this large when missing; :scale is the row '
+                                 'count of pgbench_branches when it exists, else this '
+                                 '(default 1)')),
+        (('--max-tries',), dict(type=count, metavar='N',
+                                help='postgres scripts: run a transaction up to N times when it '
+                                     'fails with a serialization failure or a deadlock, with '
+                                     'the same random draws (pgbench --max-tries; default 1; 0: '
+                                     'as often as --timeout allows)')),
+        (('--per-statement',), dict(action='store_true',
+                                    help='postgres scripts: latency, failures and retries per '
+                                         'script command (pgbench -r)')),
+        (('--connect-per-op',), dict(action='store_true',
+                                     help='postgres scripts: a new connection for every run '
+                                          '(pgbench -C)')),
+        (('--tx-log',), dict(nargs='?', const='pgbench_log', metavar='PREFIX',
+                             help='postgres scripts: a line per transaction in pgbench -l\'s '
+                                  'format, in PREFIX.PID (prefix pgbench_log when not given)')),
+        (('--sampling-rate',), dict(type=float, metavar='FRACTION',
+                                    help='with --tx-log: the fraction of transactions logged '
+                                         '(default 1)')),
         (('--wait-callback',), dict(choices=list(WAIT_CALLBACKS),
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '
@@ -78,21 +118,33 @@ class Postgres(base.Kind):
     def options(self, args):
         kind = args.workload or 'kv'
         scripts = ()
-        if args.script or args.workload_file:
+        scripted = args.script or args.builtin
+        if scripted or args.workload_file:
             if args.workload:
                 raise errors.ConfigError('--workload %s and --%s exclude each other' % (
-                    args.workload, 'script' if args.script else 'workload-file'))
-            if args.script and args.workload_file:
+                    args.workload, 'script' if scripted else 'workload-file'))
+            if scripted and args.workload_file:
                 raise errors.ConfigError('--script and --workload-file exclude each other')
-            if args.script:
-                from gloaddriver.backends.postgres import script
-                scripts = script.parse_all(args.script)
-            kind = 'script' if args.script else 'file'
+            if scripted:
+                scripts = _scripts(args.script or (), args.builtin or ())
+            kind = 'script' if scripted else 'file'
+        script_run = _script_run(args, kind)
+        if scripts:
+            _check_variables(scripts, script_run.defines)
+            from gloaddriver.backends.postgres import script_run as runs
+            for s in scripts:
+                runs.check_transactions(s)
+                if args.connector == 'pipelined':
+                    from gloaddriver.backends.postgres import script_pipelined
+                    script_pipelined.check(s)
         table = args.table or 'gloaddriver'
         if not _IDENT.match(table):
             raise errors.ConfigError('--table must be a plain SQL identifier, got %r' % table)
         if args.prepared and kind not in ('kv', 'script'):
             raise errors.ConfigError('--prepared applies to --workload kv and --script')
+        if args.connect_per_op and args.connector == 'pipelined':
+            raise errors.ConfigError('--connect-per-op is for the psycopg2 connector: the '
+                                     'pipelined one shares each connection between greenlets')
         methods = ()
         if kind == 'bulk':
             text = args.method or 'all'
@@ -127,7 +179,7 @@ class Postgres(base.Kind):
                        prepared=bool(args.prepared), pool_size=pool_size,
                        bulk_methods=methods, rows=args.rows or 100000,
                        wait_callback=args.wait_callback or 'cached', scripts=scripts,
-                       connector=connector)
+                       connector=connector, script_run=script_run)
 
     def phases(self, opts, phases, mix, load):
         try:
@@ -182,6 +234,9 @@ class Postgres(base.Kind):
         if config.opts.workload == 'bulk':
             from gloaddriver.backends.postgres.bulk import BulkLoader
             return BulkLoader(config, dsn, password, counter)
+        if config.opts.connector == 'pipelined' and config.opts.workload == 'script':
+            from gloaddriver.backends.postgres.script_pipelined import ScriptPipelinedBackend
+            return ScriptPipelinedBackend(config, dsn, password)
         if config.opts.connector == 'pipelined':
             from gloaddriver.backends.postgres.kv_pipelined import PipelinedBackend
             return PipelinedBackend(config, dsn, password)
@@ -190,14 +245,20 @@ class Postgres(base.Kind):
 
     def manifest(self, config):
         opts = config.opts
+        extra = {}
+        prepared = opts.prepared
+        if opts.script_run is not None:
+            prepared = opts.script_run.protocol == 'prepared'
+            extra['protocol'] = opts.script_run.protocol
         if opts.connector == 'pipelined':
             return dict(base.Kind.manifest(self, config), connector=opts.connector,
                         connections=opts.pool_size, workload=opts.workload,
-                        pool_size=opts.pool_size, prepared=True)
+                        pool_size=opts.pool_size,
+                        prepared=prepared if opts.script_run is not None else True, **extra)
         return dict(base.Kind.manifest(self, config), connector=opts.connector,
                     connections=config.load.greenlets, workload=opts.workload,
-                    pool_size=opts.pool_size, prepared=opts.prepared,
-                    wait_callback=opts.wait_callback)
+                    pool_size=opts.pool_size, prepared=prepared,
+                    wait_callback=opts.wait_callback, **extra)
 
     def with_processes(self, config):
         if config.opts.workload == 'bulk':
@@ -209,13 +270,95 @@ class Postgres(base.Kind):
         return crosscheck
 
 
+def _scripts(files, builtins):
+    """The scripts of --script (FILE[@W][,FILE[@W]...], given once or more) and --builtin
+    (NAME[@W][,...]), in that order; two of one name are numbered apart."""
+    from gloaddriver.workload import script
+    specs = [s.strip() for part in files for s in part.split(',') if s.strip()]
+    scripts = [script.load(s) for s in specs]
+    scripts += [script.builtin(s.strip()) for part in builtins for s in part.split(',')
+                if s.strip()]
+    names = [s.name for s in scripts]
+    for i, s in enumerate(scripts):
+        if names.count(s.name) > 1:
+            scripts[i] = s._replace(name='%s_%d' % (s.name, i + 1))
+    if not any(s.weight for s in scripts):
+        raise errors.ConfigError('--script: every script has weight 0')
+    return tuple(scripts)
+
+
+# Variables every run has (pgbench's automatic ones, and the op's key).
+AUTOMATIC_VARIABLES = ('client_id', 'scale', 'random_seed', 'default_seed', 'key')
+
+
+def _check_variables(scripts, defines):
+    """A variable an SQL statement uses that nothing sets (no \\set or \\setshell in any
+    script, no --define, not automatic) is a typo: said before the run. Variables persist
+    across a client's scripts, so any script's \\set counts; a \\gset or \\aset can set
+    names no one can know before the run, so a script with one is not judged."""
+    commands = [(s, c) for s in scripts for c in s.commands]
+    if any(c.kind == 'sql' and (c.gset is not None or c.aset is not None)
+           for _s, c in commands):
+        return
+    known = set(AUTOMATIC_VARIABLES) | set(defines)
+    known.update(c.name for _s, c in commands if c.kind in ('set', 'setshell'))
+    for s, c in commands:
+        if c.kind != 'sql':
+            continue
+        for query in c.queries:
+            for name in query.names:
+                if name not in known:
+                    raise errors.ConfigError(
+                        'script %s, line %d: variable :%s is never set (\\set it, '
+                        '--define it, or use :%s)' % (s.path, c.line, name,
+                                                      ', :'.join(AUTOMATIC_VARIABLES)))
+
+
+def _script_run(args, kind):
+    """How scripts run: pgbench's flags, refused where there is no script."""
+    given = [flag for flag, value in (
+        ('--builtin', args.builtin), ('--define', args.define), ('--protocol', args.protocol),
+        ('--scale', args.scale), ('--max-tries', args.max_tries),
+        ('--per-statement', args.per_statement), ('--connect-per-op', args.connect_per_op),
+        ('--tx-log', args.tx_log), ('--sampling-rate', args.sampling_rate))
+        if value not in (None, False)]
+    if kind != 'script':
+        if given:
+            raise errors.ConfigError('%s %s for --script or --builtin' % (
+                ', '.join(given), 'is' if len(given) == 1 else 'are'))
+        return None
+    protocol = args.protocol or ('prepared' if args.prepared else 'simple')
+    if args.prepared and protocol != 'prepared':
+        raise errors.ConfigError('--prepared and --protocol %s exclude each other' % protocol)
+    defines = {}
+    for item in args.define or ():
+        name, sep, value = item.partition('=')
+        if not sep or not re.match(r'^[A-Za-z0-9_]+$', name):
+            raise errors.ConfigError('--define %s: write NAME=VALUE' % item)
+        defines[name] = value
+    rate = args.sampling_rate
+    if rate is not None:
+        if args.tx_log is None:
+            raise errors.ConfigError('--sampling-rate goes with --tx-log')
+        if not 0.0 < rate <= 1.0:
+            raise errors.ConfigError('--sampling-rate must be above 0 and at most 1')
+    if args.tx_log is not None:
+        folder = os.path.dirname(os.path.abspath(args.tx_log))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise errors.ConfigError('--tx-log %s: cannot write in %s' % (args.tx_log, folder))
+    return ScriptRun(protocol=protocol,
+                     max_tries=1 if args.max_tries is None else args.max_tries,
+                     per_statement=bool(args.per_statement), defines=defines,
+                     scale=args.scale, connect_per_op=bool(args.connect_per_op),
+                     tx_log=args.tx_log, sampling_rate=rate or 1.0)
+
+
 def _check_pipelined(args, kind, pool_size):
     """What --connector pipelined does not do, refused before the run."""
-    if kind != 'kv':
-        raise errors.ConfigError('--connector pipelined runs --workload kv only; %s needs the '
-                                 'psycopg2 connector' % {
-                                     'script': '--script', 'file': 'a --workload-file'}.get(
-                                         kind, '--workload ' + kind))
+    if kind not in ('kv', 'script'):
+        raise errors.ConfigError('--connector pipelined runs --workload kv and --script; %s '
+                                 'needs the psycopg2 connector' % {
+                                     'file': 'a --workload-file'}.get(kind, '--workload ' + kind))
     if args.wait_callback:
         raise errors.ConfigError('--wait-callback is for the psycopg2 connector; the pipelined '
                                  'one reads its socket from the hub itself')

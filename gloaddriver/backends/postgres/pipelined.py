@@ -21,8 +21,9 @@ with backoff opens a new socket and prepares the statements again before anyone
 sends on it. Callers that arrive meanwhile wait up to the timeout (NotConnected);
 after ``outage_limit`` seconds down they fail at once with GaveUp.
 
-Scope: prepared statements (``prepare`` once, then ``execute``) and one-off
-``query`` calls, text parameters and text results; authentication by SCRAM-SHA-256,
+Scope: prepared statements (``prepare`` once, then ``execute``), one-off ``query``
+calls, ``batch``es of statements that are one transaction (scripts: a pgbench
+transaction is a batch), simple-protocol queries, text parameters and text results; authentication by SCRAM-SHA-256,
 md5 or password; TCP only. No COPY, no TLS. ``--connector pipelined`` runs the kv
 workload on it (``kv_pipelined``).
 """
@@ -87,6 +88,28 @@ def _bind(name, params):
     return b'B' + _I.pack(len(body) + 4) + body
 
 
+# A statement as a part of a batch (``PipelinedConnection.batch``): no Sync of its own.
+_EXECUTE = _EXECUTE_SYNC[:-len(_SYNC)]
+SYNC = _SYNC
+
+
+def frame_execute(name, params=()):
+    """Bind and Execute of the prepared statement ``name``, without a Sync."""
+    return _bind(name, params) + _EXECUTE
+
+
+def frame_query(sql, params=()):
+    """Parse, Bind and Execute of ``sql`` as the unnamed statement, without a Sync."""
+    return _parse('', sql) + _bind('', params) + _EXECUTE
+
+
+def frame_simple(sql):
+    """A simple-protocol Query message: answered up to its own ReadyForQuery, so it is a
+    batch by itself (several statements in it run as one implicit transaction)."""
+    body = _b(sql) + b'\x00'
+    return b'Q' + _I.pack(len(body) + 4) + body
+
+
 def _copy(exc):
     """A fresh exception like ``exc``: one per failed caller, so that tracebacks do
     not pile up on a shared instance."""
@@ -143,6 +166,7 @@ class PipelinedConnection(SharedSocket):
         # its reply still finds its place.
         self._pending = collections.deque()
         self._expired = 0           # the newest request number the sweeper failed
+        self._parser = None         # the live socket's ReplyParser (``columns`` reads it)
 
     # -- connecting -----------------------------------------------------------------
 
@@ -268,6 +292,24 @@ class PipelinedConnection(SharedSocket):
         """One statement, unprepared (the unnamed statement): its rows or row count."""
         return self._send_and_wait(_parse('', sql) + _bind('', params) + _EXECUTE_SYNC)
 
+    def batch(self, frames):
+        """Statements (``frame_*`` parts) then one Sync: one implicit transaction, which
+        an error anywhere in it rolls back whole. Returns the rows of all its queries
+        together, or the row count of its last statement."""
+        return self._send_and_wait(frames + _SYNC)
+
+    def simple(self, sql):
+        """``sql`` as a simple-protocol Query (``frame_simple``)."""
+        return self._send_and_wait(frame_simple(sql))
+
+    def columns(self, sql):
+        """The names of the columns ``sql`` returns (a Describe of it), () for none."""
+        describe = b'D' + _I.pack(6) + b'S\x00'
+        parser = self._parser
+        parser.columns = None
+        self._send_and_wait(_parse('', sql) + describe + _SYNC)
+        return tuple(parser.columns or ())
+
     def _send_and_wait(self, frame):
         if self._sock is None:
             self._wait_ready()
@@ -289,7 +331,7 @@ class PipelinedConnection(SharedSocket):
         size = len(buf)
         recv_into = raw.recv_into
         read_some = self._read_some
-        parser = ReplyParser('PostgreSQL at %s' % self.address)
+        parser = self._parser = ReplyParser('PostgreSQL at %s' % self.address)
         parse = parser.feed
         ServerError = errors.ServerError
 

@@ -14,6 +14,9 @@ its ReadyForQuery ('Z'), which ends its reply:
 * the rows a DML statement changed (from its CommandComplete tag): an int;
 * an ErrorResponse ('E'): a ``ServerError`` for that statement alone.
 
+A RowDescription ('T', sent for a Describe or a simple query) leaves its column names
+in ``columns``: what ``\\gset`` needs of a script's query.
+
 A FATAL or PANIC error ends the session, not a statement: the parser stops there
 and keeps it as ``fatal`` (the replies before it are returned; nothing after it
 is read). Bytes that cannot be a message stream raise ProtocolError, after which
@@ -65,15 +68,27 @@ def next_message(buf, source='the server'):
     return bytes(buf[:1]), bytes(buf[5:1 + length]), buf[1 + length:]
 
 
+def _column_names(data, start, end):
+    """The names of a RowDescription's columns (each a name, then 18 bytes of types)."""
+    names = []
+    at = start + 2
+    for _c in range(struct.unpack_from('!H', data, start)[0]):
+        stop = data.index(b'\x00', at, end)
+        names.append(data[at:stop].decode('utf-8'))
+        at = stop + 19
+    return names
+
+
 class ReplyParser(object):
     """Cuts a backend's message stream into statement replies; ``source`` names the
     server in messages. ``fatal``: the error of a FATAL message, once one came."""
 
-    __slots__ = ('source', 'fatal', '_tail', '_rows', '_count', '_error')
+    __slots__ = ('source', 'fatal', 'columns', '_tail', '_rows', '_count', '_error')
 
     def __init__(self, source='the server'):
         self.source = source
         self.fatal = None
+        self.columns = None         # the names of the last RowDescription's columns
         # Across feeds: the bytes of an unfinished message, and the reply so far.
         self._tail = b''
         self._rows = []
@@ -138,6 +153,8 @@ class ReplyParser(object):
                         self.fatal = server_error(fields)
                         break
                     error = server_error(fields)
+                elif kind == b'T':
+                    self.columns = _column_names(data, start, pos)
                 # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
         except ProtocolError:
             raise

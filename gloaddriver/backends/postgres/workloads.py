@@ -198,6 +198,9 @@ class PostgresBackend(base.Backend):
         self._address = None
         self._io0 = None
         self._several_hosts = ',' in (dsn_address(dsn) or '')   # a multi-host DSN
+        self.scale = None          # scripts: pgbench's :scale
+        self.figures = None        # scripts: retries, failures, --per-statement
+        self.tx_log = None         # scripts: --tx-log
 
     def describe(self):
         c = self.opts
@@ -262,21 +265,20 @@ class PostgresBackend(base.Backend):
             self.max_parent = cur.fetchone()[0]
 
     def _check_scripts(self, item):
-        """PREPARE every statement now (and, without --prepared, DEALLOCATE it again): a
-        syntax error or a wrong table or column is one line naming the script, line and
-        statement before the run, not an error per op."""
-        from gloaddriver.backends.postgres import user
-        user.prepare_scripts(item.cur, self.opts.scripts, keep=self.opts.prepared)
+        from gloaddriver.backends.postgres import script_run
+        self.scale = script_run.setup(item.cur, self.opts.scripts, self.opts.script_run,
+                                      self.opts.init)
+        if self.opts.script_run.protocol == 'prepared':
+            script_run.prepare_scripts(item.cur, self.opts.scripts)   # proven as they run
 
     def _setup_connection(self, item):
-        if not self.opts.prepared:
-            return
         if self.opts.workload == 'script':
-            from gloaddriver.backends.postgres import user
-            user.prepare_scripts(item.cur, self.opts.scripts)
-            item.prepared = True
+            if self.opts.script_run.protocol == 'prepared':
+                from gloaddriver.backends.postgres import script_run
+                script_run.prepare_scripts(item.cur, self.opts.scripts)
+                item.prepared = True
             return
-        if self.opts.workload != 'kv':
+        if not self.opts.prepared or self.opts.workload != 'kv':
             return
         t = self.opts.table
         cur = item.cur
@@ -299,6 +301,8 @@ class PostgresBackend(base.Backend):
         if c.workload in ('script', 'file'):
             from gloaddriver.backends.postgres import user
             self._held = user.holder(self.pool, self.deadlines, self.password)
+            if c.workload == 'script':
+                self._script_runner()
             return None
         if c.workload == 'relational':
             return self._relational_ops(run)
@@ -360,14 +364,32 @@ class PostgresBackend(base.Backend):
             return run(READ_FAMILIES, (start,), 'all')
         return {'create': op_create, 'read': op_read}
 
+    def _script_runner(self):
+        from gloaddriver.backends.postgres import script_run
+        from gloaddriver.measure.script_figures import ScriptFigures
+        from gloaddriver.workload import keys as keygen
+        run, load = self.opts.script_run, self.config.load
+        self.figures = ScriptFigures(self.opts.scripts, run.protocol, run.max_tries,
+                                     run.per_statement)
+        self.figures.scale = self.scale
+        self.tx_log = None
+        if run.tx_log is not None:
+            self.tx_log = script_run.TxLog(run.tx_log, run.sampling_rate, run.max_tries != 1,
+                                           keygen.make_rng(load.seed, 'tx-log', load.shard))
+        self.runner = script_run.Runner(
+            self.opts.scripts, run.protocol, run.max_tries, self.figures, self._held,
+            dict(scale=self.scale, seed=load.seed, defines=run.defines),
+            connect_per_op=run.connect_per_op, tx_log=self.tx_log)
+
     def worker_ops(self, worker):
         if self.opts.workload != 'script':
             return self._ops
-        from gloaddriver.backends.postgres import user
         from gloaddriver.workload import keys as keygen
-        rnd = keygen.make_rng(self.config.load.seed, 'script', self.config.load.shard, worker)
-        return dict((s.name, user.script_op(i, s, self.opts.prepared, self._held, rnd, worker))
-                    for i, s in enumerate(self.opts.scripts))
+        load = self.config.load
+        rnd = keygen.make_rng(load.seed, 'script', load.shard, worker)
+        # pgbench's client_id: unique across the processes of a run (shards of one size).
+        first = load.shard[0] * load.greenlets if load.shard else 0
+        return self.runner.worker_ops(first + worker, rnd)
 
     def client(self, worker):
         from gloaddriver.backends.postgres import user
@@ -417,16 +439,21 @@ class PostgresBackend(base.Backend):
 
     def phase_started(self):
         self.monitor.start()
+        if self.figures is not None:
+            self.figures.start()
 
     def phase_extra(self):
         peak = self.monitor.stop()
-        return {'server_connections_peak': peak,
+        extra = {} if self.figures is None else {'script': self.figures.block()}
+        return dict(extra, **{'server_connections_peak': peak,
                 'pool': {'size': self.pool.size, 'peak_open': self.pool.peak,
                          'connects': self.pool.connects, 'discarded': self.pool.discarded},
                 'notes': ['peak server connections %d (pg_stat_activity, sampled every 50 ms; '
-                          'pool of %d)' % (peak, self.pool.size)]}
+                          'pool of %d)' % (peak, self.pool.size)]})
 
     def close(self):
+        if self.tx_log is not None:
+            self.tx_log.close()
         self.monitor.stop()
         self.deadlines.stop()
         self.pool.close()
