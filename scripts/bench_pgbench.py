@@ -2,9 +2,11 @@
 interleaved.
 
 Run by ``scripts/bench pgbench``. The tables are pgbench's own (``pgbench -i -s
-SCALE``); each round runs, for each built-in script (tpcb-like, select-only), pgbench
-and then gloaddriver on the psycopg2 and on the pipelined connector, the same clients
-(greenlets), seconds and protocol (-M / --protocol). Before every run the tables are
+SCALE``); each round runs, for each built-in script (tpcb-like, select-only), pgbench,
+gloaddriver on the psycopg2 and on the pipelined connector, and a plain gevent +
+psycopg2 loop of the same statements (PREPAREd, psycogreen's wait callback, no
+accounting: what psycopg2 allows), the same clients (greenlets), seconds and protocol
+(-M / --protocol; the plain loop is always prepared). Before every run the tables are
 put back as pgbench puts them before its own (history emptied, branches and tellers
 vacuumed), and pgbench runs with -n, so every run starts from the same state. Prints
 tps per run, the median of the rounds and each connector's ratio to pgbench; writes
@@ -29,6 +31,58 @@ from gloaddriver.backends.spawn import which  # noqa: E402
 
 SCRIPTS = ('tpcb-like', 'select-only')
 CONNECTORS = ('psycopg2', 'pipelined')
+CLIENTS = ('pgbench',) + CONNECTORS + ('psycopg2-loop',)
+
+# The plain loop's statements: the built-in scripts' SQL, prepared.
+PLAIN = {
+    'select-only': ['PREPARE s AS SELECT abalance FROM pgbench_accounts WHERE aid = $1'],
+    'tpcb-like': [
+        'PREPARE a AS UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2',
+        'PREPARE s AS SELECT abalance FROM pgbench_accounts WHERE aid = $1',
+        'PREPARE t AS UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2',
+        'PREPARE b AS UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2',
+        'PREPARE h AS INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) '
+        'VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)'],
+}
+PLAIN_LOOP = r"""
+from gevent import monkey; monkey.patch_all()
+import json, random, sys, time
+import gevent, psycogreen.gevent, psycopg2
+psycogreen.gevent.patch_psycopg()
+dsn, script, clients, seconds, scale, prepares = sys.argv[1], sys.argv[2], int(sys.argv[3]),     float(sys.argv[4]), int(sys.argv[5]), json.loads(sys.argv[6])
+done = [0]
+def client(i):
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    cur = conn.cursor()
+    for sql in prepares:
+        cur.execute(sql)
+    rnd = random.Random(i)
+    naccounts = 100000 * scale
+    end = time.time() + seconds
+    while time.time() < end:
+        aid = int(rnd.random() * naccounts) + 1
+        if script == 'select-only':
+            cur.execute('EXECUTE s (%s)', (aid,))
+            cur.fetchall()
+        else:
+            bid = int(rnd.random() * scale) + 1
+            tid = int(rnd.random() * 10 * scale) + 1
+            delta = int(rnd.random() * 10001) - 5000
+            cur.execute('BEGIN')
+            cur.execute('EXECUTE a (%s, %s)', (delta, aid))
+            cur.execute('EXECUTE s (%s)', (aid,))
+            cur.fetchall()
+            cur.execute('EXECUTE t (%s, %s)', (delta, tid))
+            cur.execute('EXECUTE b (%s, %s)', (delta, bid))
+            cur.execute('EXECUTE h (%s, %s, %s, %s)', (tid, bid, aid, delta))
+            cur.execute('END')
+        done[0] += 1
+    conn.close()
+start = time.time()
+gevent.joinall([gevent.spawn(client, i) for i in range(clients)])
+print(done[0] / (time.time() - start))
+"""
 
 
 def pg_env(server):
@@ -80,6 +134,19 @@ def gloaddriver(python, server, script, connector, clients, seconds, protocol):
     return phase['ok_per_sec'], (phase.get('client') or {}).get('busy')
 
 
+def plain_loop(python, server, script, clients, seconds, scale):
+    """The same statements in a plain gevent + psycopg2 loop: transactions per second."""
+    dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s password=%s sslmode=disable' % (
+        server.port, server.database, server.user, server.password)
+    try:
+        out = subprocess.check_output([python, '-c', PLAIN_LOOP, dsn, script, str(clients),
+                                       str(seconds), str(scale), json.dumps(PLAIN[script])])
+    except subprocess.CalledProcessError as e:
+        sys.stderr.write('the plain loop failed: exit %s\n' % e.returncode)
+        return None
+    return float(out.decode().strip())
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--python', default=sys.executable, help='the interpreter of gloaddriver')
@@ -109,8 +176,12 @@ def main(argv=None):
                                             a.seconds, a.protocol)
                     runs.append({'round': r, 'script': script, 'client': connector,
                                  'tps': tps, 'client_busy': busy})
-                for run in runs[-3:]:
-                    print('round %d  %-12s %-10s %10s tps' % (
+                reset(server)
+                runs.append({'round': r, 'script': script, 'client': 'psycopg2-loop',
+                             'tps': plain_loop(a.python, server, script, a.clients, a.seconds,
+                                               a.scale)})
+                for run in runs[-len(CLIENTS):]:
+                    print('round %d  %-12s %-13s %10s tps' % (
                         r + 1, script, run['client'],
                         '%.0f' % run['tps'] if run['tps'] else 'failed'))
                 sys.stdout.flush()
@@ -121,17 +192,25 @@ def main(argv=None):
           'worst round in brackets)' % (a.clients, a.protocol, a.scale, a.seconds, a.rounds))
     for script in scripts:
         base = [x['tps'] for x in runs if x['script'] == script and x['client'] == 'pgbench']
-        print('%-12s pgbench     %10.0f tps' % (script, median([b or 0 for b in base])))
-        for connector in CONNECTORS:
+        print('%-12s pgbench       %10.0f tps' % (script, median([b or 0 for b in base])))
+        for connector in CLIENTS[1:]:
             got = [x['tps'] for x in runs if x['script'] == script and x['client'] == connector]
             ratios = [g / b for g, b in zip(got, base) if g and b]
             row = {'script': script, 'client': connector, 'tps_median': median(
                 [g or 0 for g in got]), 'pgbench_median': median([b or 0 for b in base]),
                 'ratios': ratios}
             summary.append(row)
-            print('%-12s %-10s  %10.0f tps  %.2fx pgbench (%.2fx)' % (
+            line = '%-12s %-13s %10.0f tps  %.2fx pgbench (%.2fx)' % (
                 script, connector, row['tps_median'], median(ratios) if ratios else 0,
-                min(ratios) if ratios else 0))
+                min(ratios) if ratios else 0)
+            if connector == 'psycopg2':   # what psycopg2 allows: the plain loop
+                plain = [x['tps'] for x in runs
+                         if x['script'] == script and x['client'] == 'psycopg2-loop']
+                row['ratios_to_plain_loop'] = [g / p for g, p in zip(got, plain) if g and p]
+                if row['ratios_to_plain_loop']:
+                    line += ', %.2fx the plain psycopg2 loop (%.2fx)' % (
+                        median(row['ratios_to_plain_loop']), min(row['ratios_to_plain_loop']))
+            print(line)
     path = out_path(a.out, 'pgbench')
     with open(path, 'w') as f:
         json.dump({'args': vars(a), 'runs': runs, 'summary': summary}, f, indent=1)

@@ -97,7 +97,8 @@ def _parser_section(parser, title):
     if parser.description:
         out += [parser.description.strip(), '']
     for group in parser._action_groups:
-        actions = [a for a in group._group_actions if not isinstance(a, argparse._HelpAction)]
+        actions = [a for a in group._group_actions if not isinstance(a, argparse._HelpAction)
+                   and a.help != argparse.SUPPRESS]
         if not actions:
             continue
         if group is parser._positionals:
@@ -124,8 +125,10 @@ CLI_INTRO = """\
 %s
 
 `gloaddriver [flags]` (or `python -m gloaddriver`) runs a workload; `gloaddriver compat`,
-`compare`, `merge`, `html` and `schema` are subcommands with flags of their own. The
-lists below are made from the parsers themselves, so they say what `--help` says.
+`compare`, `merge`, `html`, `schema` and `pgbench` are subcommands with flags of their
+own. The lists below are made from the parsers themselves, so they say what `--help`
+says. `gloaddriver pgbench` takes pgbench's own flags (see
+[Coming from pgbench](pgbench.md)).
 
 * Flags come from the command line, the environment (`$GLOADDRIVER_PASSWORD`), a
   profile (`--profile`, see [Workloads](workloads.md#profiles)) and the defaults, in that
@@ -152,7 +155,7 @@ Some flags say more than fits in a help line:
 
 
 def cli_md():
-    from gloaddriver.config import flags
+    from gloaddriver.config import flags, pgbench_args
     from gloaddriver.compat import check
     from gloaddriver.report import results, schema
     lines = (CLI_INTRO % (STAMP % ('the argparse parsers', REGENERATE))).split('\n')
@@ -162,6 +165,7 @@ def cli_md():
         lines += _parser_section(_parser_of(results.main, command, []),
                                  'gloaddriver %s' % command)
     lines += _parser_section(_parser_of(schema.main, []), 'gloaddriver schema')
+    lines += _parser_section(_parser_of(pgbench_args.parse, []), 'gloaddriver pgbench')
     return '\n'.join(lines).rstrip('\n') + '\n'
 
 

@@ -41,18 +41,15 @@ from gloaddriver.py23 import clock
 from gloaddriver.measure.script_figures import RETRYABLE
 from gloaddriver.workload.script import truthy
 
-PROTOCOLS = ('simple', 'extended', 'prepared')
 _NUMBERED = re.compile(r'\$(\d+)')
-
-
 # What PREPARE takes; any other statement (BEGIN, SET, CREATE, VACUUM...) is sent as
 # simple text whatever the protocol.
 _PREPARABLE = re.compile(r'^\s*(SELECT|INSERT|UPDATE|DELETE|VALUES|WITH|TABLE|MERGE)\b', re.I)
 # What a PREPARE without values may refuse of a statement that runs with them: a
 # parameter whose type only its value tells ($1 + $2). Not a fault of the script.
 _TYPE_UNKNOWN = ('42P18', '42725', '42883', '42804')
-
-
+# A script's transaction control (the pipelined connector makes a batch of what is
+# between them; a BEGIN left open is refused).
 _BEGIN = re.compile(r'^\s*(?:BEGIN|START\s+TRANSACTION)(?:\s+(?:WORK|TRANSACTION)\b)?\s*(.*)$',
                     re.I | re.S)
 _END = re.compile(r'^\s*(?:END|COMMIT)(?:\s+(?:WORK|TRANSACTION))?\s*$', re.I)
