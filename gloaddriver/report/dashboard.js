@@ -310,6 +310,22 @@
     sec.setAttribute('data-phase', p.name);
     sec.appendChild(el('h2', null, 'Phase ' + p.name));
     (p.notes || []).forEach(function (n) { sec.appendChild(el('p', n.level === 'bad' ? 'bad' : null, n.text)); });
+    if (p.statements) {   // --per-statement: pgbench -r's figures, a row per script line
+      var wrap = el('div', 'scroll');
+      var st = el('table', 'statements');
+      st.setAttribute('data-table', 'statements-' + p.name);
+      var head = el('tr');
+      p.statements.columns.forEach(function (c) { head.appendChild(el('th', null, c)); });
+      st.appendChild(head);
+      p.statements.rows.forEach(function (row) {
+        var tr = el('tr');
+        row.forEach(function (c) { tr.appendChild(el('td', null, c)); });
+        st.appendChild(tr);
+      });
+      wrap.appendChild(el('p', null, 'Per statement (latency in milliseconds)'));
+      wrap.appendChild(st);
+      sec.appendChild(wrap);
+    }
     var grid = el('div', 'grid');
     sec.appendChild(grid);
     var sp = p.spectra;

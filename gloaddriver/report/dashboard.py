@@ -118,6 +118,8 @@ def _notes(p):
                                                 'dropped')])))
     for line in text.stage_lines(p):
         out.append(('info', line))
+    for line in text.retry_lines(p):    # the per-statement rows are a table of their own
+        out.append(('info', line))
     for note in p.get('notes', ()):
         out.append(('info', note))
     for kind, sample in sorted(p.get('error_samples', {}).items()):
@@ -144,7 +146,26 @@ def phase_view(p, offset):
         else None,
         'syscalls_per_op': sc.get('per_op'), 'syscall_source': sc.get('source'),
         'notes': _notes(p),
+        'statements': _statements(p),
     }
+
+
+STATEMENT_COLUMNS = ('script:line', 'command', 'count', 'mean ms', 'p50 ms', 'p99 ms',
+                     'failures', 'retries')
+
+
+def _statements(p):
+    """--per-statement: a row per script command, as the text report has them."""
+    rows = (p.get('script') or {}).get('statements')
+    if not rows:
+        return None
+    out = []
+    for r in rows:
+        lat = r['latency_us']
+        out.append(['%s:%d' % (r['script'], r['line']), r['command'], text.count(r['count'])] +
+                   [text.ms(lat[k]) for k in ('mean', 'p50', 'p99')] +
+                   [text.count(r['failures']), text.count(r['retries'])])
+    return {'columns': list(STATEMENT_COLUMNS), 'rows': out}
 
 
 def _fmt(v):

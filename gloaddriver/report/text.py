@@ -36,6 +36,9 @@ def _n(v):
     return '{:,}'.format(int(round(v)))
 
 
+count = _n     # a count as the table writes it (the page writes its tables the same way)
+
+
 def _f(v, digits=3):
     return '-' if v is None else ('%.*f' % (digits, v))
 
@@ -141,34 +144,48 @@ def table(result):
 def script_lines(phase):
     """A phase of scripts: its retries and failures by class, and with --per-statement a
     row per script command (pgbench -r's figures, in milliseconds)."""
+    return retry_lines(phase) + statement_lines(phase)
+
+
+def retry_lines(phase):
+    """The retries and failures by class of a phase of scripts, when there is something
+    to say (retries asked for, or failures)."""
     sc = phase.get('script')
     if not sc:
         return []
-    name = phase['name']
-    lines = []
     f = sc['failures']
-    if sc['max_tries'] != 1 or any(f.values()):
-        lines.append('%s: %s transactions retried (%s retries in all, up to %s tries each); '
-                     'failed: %s serialization, %s deadlock, %s other'
-                     % (name, _n(sc['retried']), _n(sc['retries']),
-                        sc['max_tries'] or 'unlimited', _n(f['serialization']),
-                        _n(f['deadlock']), _n(f['other'])))
+    if sc['max_tries'] == 1 and not any(f.values()):
+        return []
+    return ['%s: %s transactions retried (%s retries in all, up to %s tries each); '
+            'failed: %s serialization, %s deadlock, %s other'
+            % (phase['name'], _n(sc['retried']), _n(sc['retries']),
+               sc['max_tries'] or 'unlimited', _n(f['serialization']), _n(f['deadlock']),
+               _n(f['other']))]
+
+
+def statement_lines(phase):
+    """--per-statement: a row per script command."""
+    sc = phase.get('script') or {}
     rows = sc.get('statements')
-    if rows:
-        lines.append('%s: per statement, latency in ms (%s protocol):' % (name, sc['protocol']))
-        lines.append('  %10s %9s %9s %9s %8s %8s  %s' % (
-            'count', 'mean', 'p50', 'p99', 'failures', 'retries', 'script:line  command'))
-        for r in rows:
-            lat = r['latency_us']
-            lines.append('  %10s %9s %9s %9s %8s %8s  %s:%d  %s' % (
-                _n(r['count']), _ms(lat['mean']), _ms(lat['p50']), _ms(lat['p99']),
-                _n(r['failures']), _n(r['retries']), r['script'], r['line'],
-                r['command'] if len(r['command']) <= 70 else r['command'][:67] + '...'))
+    if not rows:
+        return []
+    lines = ['%s: per statement, latency in ms (%s protocol):' % (phase['name'],
+                                                                  sc['protocol']),
+             '  %10s %9s %9s %9s %8s %8s  %s' % ('count', 'mean', 'p50', 'p99', 'failures',
+                                                 'retries', 'script:line  command')]
+    for r in rows:
+        lat = r['latency_us']
+        lines.append('  %10s %9s %9s %9s %8s %8s  %s:%d  %s' % (
+            _n(r['count']), ms(lat['mean']), ms(lat['p50']), ms(lat['p99']),
+            _n(r['failures']), _n(r['retries']), r['script'], r['line'],
+            r['command'] if len(r['command']) <= 70 else r['command'][:67] + '...'))
     return lines
 
 
-def _ms(us):
+def ms(us):
+    """Microseconds as milliseconds, three decimals (pgbench's -r figures)."""
     return '-' if us is None else '%.3f' % (us / 1000.0)
+
 
 
 def fault_text(f):

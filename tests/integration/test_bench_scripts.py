@@ -208,3 +208,18 @@ def test_bench_revisions_table_and_json(tmpdir):
         assert sorted(rd['A']) == sorted(rd['B']) == ['insert', 'select']
         assert all(f['ops_per_sec'] > 0 for side in rd.values() for f in side.values())
     assert 'B/A per round' in out and 'cpu_us_per_op' in out
+
+
+def test_bench_pgbench_table_and_json(tmpdir):
+    if not which('pgbench'):
+        import pytest
+        pytest.skip('no pgbench binary')
+    path = os.path.join(str(tmpdir), 'pg.json')
+    rc, out, err = run('bench_pgbench.py', ['--rounds', '1', '--seconds', '1', '--scale', '1',
+                                            '--out', path])
+    assert rc == 0, err
+    data = json.load(open(path))
+    clients = sorted(set(r['client'] for r in data['runs']))
+    assert clients == ['pgbench', 'pipelined', 'psycopg2', 'psycopg2-loop']
+    assert len(data['runs']) == 8 and all(r['tps'] > 0 for r in data['runs']), data['runs']
+    assert len(data['summary']) == 6 and 'x pgbench' in out and 'plain psycopg2 loop' in out

@@ -120,6 +120,28 @@ def test_report_of_an_open_loop_run_shows_target_and_service_time(chromium, tmpd
     _drawn(_charts(page, 'insert')['distribution-insert'], ['insert', 'service time (all ops)'])
 
 
+def test_report_of_a_pgbench_script_shows_its_statements_and_retries(chromium, tmpdir):
+    html = str(tmpdir.join('tpcb.html'))
+    rc, out, err, res = run_cli(['--backend', 'postgres', '--spawn', '--builtin', 'tpcb-like',
+                                 '--greenlets', '8', '--ops', '1500', '--per-statement',
+                                 '--max-tries', '5', '--html', html])
+    assert rc == 0, err
+    page = _render(chromium, html, tmpdir)
+    table = chromium.run("""
+        var t = document.querySelector('table[data-table="statements-tpcb-like"]');
+        return t ? [].map.call(t.rows, function (tr) {
+            return [].map.call(tr.cells, function (c) { return c.textContent; }); }) : null;""")
+    assert table is not None, 'no per-statement table'
+    assert table[0][:3] == ['script:line', 'command', 'count']
+    rows = res['phases'][0]['script']['statements']
+    assert [r[0] for r in table[1:]] == ['tpcb-like:%d' % r['line'] for r in rows]
+    assert all(r[2] == '1,500' for r in table[1:]), table      # every line ran every time
+    assert any('UPDATE pgbench_branches' in r[1] for r in table[1:])
+    notes = chromium.run("""return [].map.call(
+        document.querySelectorAll('section.phase p'), function (p) { return p.textContent; });""")
+    assert any('transactions retried' in n and 'up to 5 tries' in n for n in notes), notes
+
+
 def test_report_of_a_failing_threshold_says_failed_and_why(chromium, tmpdir):
     html = str(tmpdir.join('failed.html'))
     rc, out, err, res = run_cli(['--spawn', '--greenlets', '4', '--ops', '2000',
