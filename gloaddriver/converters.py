@@ -129,6 +129,17 @@ def _check_sequence(faults):
                 FAULT_ACTIONS[f.action]))
         state[f.target] = {'kill': 'down', 'start': 'up', 'stop': 'paused', 'cont': 'up',
                            'restart': 'up'}[f.action]
+    return state
+
+
+def left_down(faults):
+    """The faults after which nothing in the schedule brings their target back: a kill
+    with no start, a stop with no cont or :DURATION (a promotion brings the writable
+    service back, so a leader it replaced is not one)."""
+    state = _check_sequence(faults)
+    return [f for f in faults if f.action in ('kill', 'stop') and f.duration is None and
+            state.get(f.target) in ('down', 'paused') and
+            f is [g for g in faults if g.target == f.target][-1]]
 
 
 def _with_automatic(faults):

@@ -35,9 +35,31 @@ EXIT_OK = 0            # every op succeeded
 EXIT_OPS_FAILED = 1    # some ops failed or timed out, or the run was aborted
 EXIT_USAGE = 2         # bad flags, profile or input file
 EXIT_SETUP = 3         # the run could not start: server, auth, schema
-EXIT_THRESHOLD = 4     # a --fail-if threshold did not hold
+EXIT_THRESHOLD = 4     # a --fail-if threshold did not hold (or an @abort one stopped the run)
 EXIT_INTERRUPTED = 130
 INTERRUPTED = 'interrupted'   # the "aborted" reason of a run stopped by SIGINT or SIGTERM
+
+# Every code with what it means to a user: the one list that --help, docs/cli.md,
+# README.md and docs/report.md show (scripts/docsgen.py writes it into each; the docs
+# tests fail when one of them says otherwise). Markdown: backticks are code.
+EXIT_CODES = (
+    (EXIT_OK, 'every op succeeded (with `--fail-if`: every threshold held); `compat`: no '
+              'check failed'),
+    (EXIT_OPS_FAILED, 'some ops failed or timed out, the run was aborted (server gone past '
+                      '`--outage-limit`, or lost while a later phase was being set up: the '
+                      'phases that ran are written), `--verify` found an acknowledged '
+                      'write lost, or an output file could not be written at the end (the '
+                      'others are); `compat`: a check failed'),
+    (EXIT_USAGE, 'bad flags, profile or input file (a workload file, a script, a result '
+                 'file for `compare`, `merge` or `html`): one line on stderr says which'),
+    (EXIT_SETUP, 'the run could not start: server unreachable, wrong password, a missing '
+                 'space or table, a statement the server refuses before the run, a port '
+                 'that cannot be had (`--web`, `--prometheus-port`); `compat`: an '
+                 'interpreter that cannot run gloaddriver'),
+    (EXIT_THRESHOLD, 'a `--fail-if` threshold did not hold, or one marked `@abort` broke '
+                     'while the run went and stopped it (what ran is reported)'),
+    (EXIT_INTERRUPTED, 'interrupted (SIGINT or SIGTERM); what ran is still reported'),
+)
 
 
 class GloadError(Exception):

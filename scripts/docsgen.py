@@ -1,10 +1,14 @@
-"""The generated pages of docs/: cli.md from the argparse parsers, result.md from the
-result's JSON Schema. Reference that cannot drift from the code: a unit test
-(tests/unit/test_docs.py) regenerates both to strings and compares them with the files.
+"""The generated parts of the docs: docs/cli.md from the argparse parsers, docs/result.md
+from the result's JSON Schema, the lists of subcommands and exit codes inside README.md
+and the docs/ pages (from config.flags.SUBCOMMANDS and errors.EXIT_CODES), and the
+examples of output (from real runs). Reference that cannot drift from the code: a unit
+test (tests/unit/test_docs.py) regenerates the pages and lists to strings and compares
+them with the files, and checks every example of output against real runs' format.
 
-    python scripts/docsgen.py            write docs/cli.md and docs/result.md
+    python scripts/docsgen.py            write docs/cli.md, docs/result.md and the lists
     python scripts/docsgen.py --check    exit 1 naming each page that is stale
     python scripts/docsgen.py --print cli|result
+    python scripts/docsgen.py --examples [NAME ...]   rerun the examples of output
 
 Run it from a fresh process: a test's in-memory backend, once registered, would add
 its flags to the parser. Runs on 2.7 and 3.x alike and gives the same text on both.
@@ -14,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import io
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -124,11 +129,16 @@ CLI_INTRO = """\
 
 %s
 
-`gloaddriver [flags]` (or `python -m gloaddriver`) runs a workload; `gloaddriver compat`,
-`compare`, `merge`, `html`, `schema` and `pgbench` are subcommands with flags of their
-own. The lists below are made from the parsers themselves, so they say what `--help`
-says. `gloaddriver pgbench` takes pgbench's own flags (see
+`gloaddriver [flags]` (or `python -m gloaddriver`) runs a workload; the subcommands below
+have flags of their own. The lists on this page are made from the parsers themselves, so
+they say what `--help` says. `gloaddriver pgbench` takes pgbench's own flags (see
 [Coming from pgbench](pgbench.md)).
+
+## Subcommands
+
+%s
+
+## Flags
 
 * Flags come from the command line, the environment (`$GLOADDRIVER_PASSWORD`), a
   profile (`--profile`, see [Workloads](workloads.md#profiles)) and the defaults, in that
@@ -138,7 +148,6 @@ says. `gloaddriver pgbench` takes pgbench's own flags (see
   they are refused with one line and exit 2. So are `--profile-clock` and `--profiler`
   without `--callgrind` or `--pstats`.
 * The password is masked in the result's `argv` and never printed.
-* Exit codes are listed in [What a run reports](report.md#exit-codes).
 
 Some flags say more than fits in a help line:
 
@@ -151,43 +160,99 @@ Some flags say more than fits in a help line:
 * `--outage-limit`: the run is aborted when no op succeeds for this long while ops fail.
 * `--spawn`: the private server listens on a free loopback port, with the user and the
   space or tables created.
+
+## Exit codes
+
+%s
 """
 
 
-def cli_md():
+def _subcommand_parsers():
+    """{subcommand: its parser}, for every name of config.flags.SUBCOMMANDS."""
     from gloaddriver.config import flags, pgbench_args
     from gloaddriver.compat import check
     from gloaddriver.report import results, schema
-    lines = (CLI_INTRO % (STAMP % ('the argparse parsers', REGENERATE))).split('\n')
-    lines += _parser_section(flags.build_parser(), 'gloaddriver [flags]')
-    lines += _parser_section(_parser_of(check.parse, []), 'gloaddriver compat')
+    entries = {'compat': (check.parse, []), 'schema': (schema.main, []),
+               'pgbench': (pgbench_args.parse, [])}
     for command in ('compare', 'merge', 'html'):
-        lines += _parser_section(_parser_of(results.main, command, []),
-                                 'gloaddriver %s' % command)
-    lines += _parser_section(_parser_of(schema.main, []), 'gloaddriver schema')
-    lines += _parser_section(_parser_of(pgbench_args.parse, []), 'gloaddriver pgbench')
+        entries[command] = (results.main, command, [])
+    names = [name for name, _text in flags.SUBCOMMANDS]
+    if sorted(names) != sorted(entries):
+        raise RuntimeError('config.flags.SUBCOMMANDS names %s, this page knows %s: say here '
+                           'how the new one builds its parser' % (names, sorted(entries)))
+    return [(name, _parser_of(*entries[name])) for name in names]
+
+
+# -- the lists shown on several pages: the subcommands, the exit codes --------------------
+
+def subcommands_md():
+    """config.flags.SUBCOMMANDS as a Markdown list (their --help lines)."""
+    import textwrap
+    from gloaddriver.config import flags
+    return '\n'.join('\n'.join(textwrap.wrap('* `gloaddriver %s`: %s.' % (name, _md(text, cell=False)),
+                                             88, subsequent_indent='  ',
+                                             break_on_hyphens=False, break_long_words=False))
+                     for name, text in flags.SUBCOMMANDS)
+
+
+def exit_codes_md():
+    """errors.EXIT_CODES as a Markdown table."""
+    from gloaddriver import errors
+    return '\n'.join(['| code | meaning |', '|---|---|'] +
+                     ['| %d | %s |' % (code, text.replace('|', '\\|'))
+                      for code, text in errors.EXIT_CODES])
+
+
+def cli_md():
+    from gloaddriver.config import flags
+    lines = (CLI_INTRO % (STAMP % ('the argparse parsers', REGENERATE), subcommands_md(),
+                          exit_codes_md())).split('\n')
+    lines += _parser_section(flags.build_parser(), 'gloaddriver [flags]')
+    for name, parser in _subcommand_parsers():
+        lines += _parser_section(parser, 'gloaddriver %s' % name)
     return '\n'.join(lines).rstrip('\n') + '\n'
 
 
 # -- result.md --------------------------------------------------------------------------
 
 _ANCHORS = {}   # id(schema node) -> its section, for nested objects described apart
+_SCHEMA = []    # the schema being written, for $refs into it
 
 
 def _anchor(title):
-    return title.replace('.', '').replace('[]', '').lower()
+    for c in '.[]{}':
+        title = title.replace(c, '')
+    return title.lower()
+
+
+def _target(ref):
+    """The node a '#/...' JSON pointer names."""
+    node = _SCHEMA[0]
+    for part in ref.lstrip('#').strip('/').split('/'):
+        if part:
+            node = node[part]
+    return node
 
 
 def _type(node):
     if node.get('$ref') == '#':
         return '[result](#result)'
     if '$ref' in node:
-        name = node['$ref'].rsplit('/', 1)[-1]
-        return '[%s](#%s)' % (name, name)
+        ref = node['$ref']
+        if ref.startswith('#/definitions/') and ref.count('/') == 2:
+            name = ref.rsplit('/', 1)[-1]
+            return '[%s](#%s)' % (name, name)
+        target = _target(ref)     # a key of another object: its type, and where it is
+        if id(target) in _ANCHORS:
+            return '[object](#%s)' % _anchor(_ANCHORS[id(target)])
+        return _type(target)
     if 'allOf' in node:
         return ' and '.join(_type(n) for n in node['allOf'])
+    if 'anyOf' in node:
+        return ' or '.join(_type(n) for n in node['anyOf'])
     if id(node) in _ANCHORS:
-        return '[object](#%s)' % _anchor(_ANCHORS[id(node)])
+        return '[object](#%s)%s' % (_anchor(_ANCHORS[id(node)]),
+                                    ' or null' if 'null' in (node.get('type') or ()) else '')
     types = node.get('type', 'any')
     types = types if isinstance(types, list) else [types]
     words = []
@@ -204,6 +269,13 @@ def _type(node):
     return text
 
 
+def _description(node):
+    """A node's words: its own, or those of the key its $ref names."""
+    if node.get('description') or '$ref' not in node or node['$ref'] == '#':
+        return node.get('description', '')
+    return _target(node['$ref']).get('description', '')
+
+
 def _table(node):
     props = node.get('properties', {})
     required = set(node.get('required', ()))
@@ -211,7 +283,12 @@ def _table(node):
     for key, sub in props.items():
         out.append('| `%s` | %s | %s | %s |' % (key, _type(sub).replace('|', '\\|'),
                                                'yes' if key in required else '',
-                                               _md(sub.get('description', ''))))
+                                               _md(_description(sub))))
+    # Keys a pattern names (every other key is refused: additionalProperties false).
+    for pattern, sub in node.get('patternProperties', {}).items():
+        out.append('| any key matching `%s` | %s | | %s |' % (
+            pattern.replace('|', '\\|'), _type(sub).replace('|', '\\|'),
+            _md(_description(sub))))
     return out
 
 
@@ -222,8 +299,14 @@ def _nested(s):
 
     def walk(path, node):
         for key, sub in node.get('properties', {}).items():
-            for title, part in (('%s.%s' % (path, key), sub),
-                                ('%s.%s[]' % (path, key), sub.get('items') or {})):
+            parts = [('%s.%s' % (path, key), sub),
+                     ('%s.%s[]' % (path, key), sub.get('items') or {}),
+                     ('%s.%s{}' % (path, key), sub.get('additionalProperties')
+                      if isinstance(sub.get('additionalProperties'), dict) else {})]
+            parts += [('%s.%s' % (path, key), alt) for alt in sub.get('anyOf', ())]
+            parts += [('%s.%s[]' % (path, key), alt)
+                      for alt in (sub.get('items') or {}).get('anyOf', ())]
+            for title, part in parts:
                 if part.get('properties'):
                     found.append((title, part))
                     walk(title, part)
@@ -244,8 +327,11 @@ write the same shape. Its JSON Schema ships in the package
 (`gloaddriver/report/result.schema.json`) and `gloaddriver schema` prints it; the test
 suite validates every result it makes against it. This page is made from that schema.
 "always" marks the keys every file has; the others appear when their feature is on.
-Readers should accept keys they do not know: new ones are added over time (`warnings`,
-`p95`), and older files lack them.
+The schema describes every key this version writes: an object takes no key it does not
+list (`additionalProperties: false`), except the maps keyed by names (error kinds, ops,
+syscalls, counters), whose values it describes ("object of ..."). Readers should still
+accept keys they do not know: newer versions add some (`warnings`, `p95` were added),
+and older files lack them.
 """
 
 
@@ -254,6 +340,7 @@ def result_md():
     import json
     from gloaddriver.report import schema
     s = json.loads(schema.text(), object_pairs_hook=collections.OrderedDict)
+    _SCHEMA[:] = [s]
     nested = _nested(s)
     _ANCHORS.clear()
     _ANCHORS.update((id(node), title) for title, node in nested)
@@ -282,6 +369,179 @@ def result_md():
     return '\n'.join(lines).rstrip('\n') + '\n'
 
 
+# -- the lists inside hand-written pages ------------------------------------------------
+#
+# A hand-written page holds a generated fragment between
+#     <!-- generated: NAME (what it is made from; run scripts/docs) -->
+#     ...
+#     <!-- end generated -->
+# and the check fails when what is there is not what FRAGMENT_MAKERS[NAME] makes.
+
+FRAGMENT = re.compile(r'(<!-- generated: ([a-z-]+)\b[^\n]*-->\n)(.*?)(<!-- end generated -->)',
+                      re.S)
+FRAGMENT_MAKERS = {'exit-codes': exit_codes_md, 'subcommands': subcommands_md}
+
+
+def hand_pages():
+    """README.md and the docs/ pages written by hand, as paths from the checkout."""
+    names = ['README.md'] + sorted('docs/' + n for n in os.listdir(os.path.join(ROOT, 'docs'))
+                                   if n.endswith('.md'))
+    return [n for n in names if n not in PAGES.values()]
+
+
+def with_fragments(text, page):
+    """``text`` with every generated fragment made anew."""
+    def fill(m):
+        if m.group(2) not in FRAGMENT_MAKERS:
+            raise RuntimeError('%s: no generated fragment is called %r (known: %s)'
+                               % (page, m.group(2), ', '.join(sorted(FRAGMENT_MAKERS))))
+        return m.group(1) + FRAGMENT_MAKERS[m.group(2)]() + '\n' + m.group(4)
+    return FRAGMENT.sub(fill, text)
+
+
+def _read(page):
+    with io.open(os.path.join(ROOT, page), encoding='utf-8') as f:
+        return f.read()
+
+
+def _write(page, text):
+    with io.open(os.path.join(ROOT, page), 'w', encoding='utf-8') as f:
+        f.write(u'%s' % text)
+
+
+def stale_fragments():
+    """A line per hand-written page whose generated fragments are not current."""
+    return ['%s: a generated list is stale: run %s to regenerate it' % (page, REGENERATE)
+            for page in hand_pages() if with_fragments(_read(page), page) != _read(page)]
+
+
+# -- examples of output, from real runs ---------------------------------------------------
+#
+# An example of what the tool prints is a fenced block right after
+#     <!-- output: NAME (what makes it; scripts/docsgen.py --examples NAME remakes it) -->
+# ``--examples`` runs EXAMPLES[NAME] (real runs against private servers, --spawn) and
+# puts what they printed in the block. Not part of scripts/docs: the runs take a minute
+# and need Tarantool. What keeps every example honest between two remakes, these and
+# the ones recorded by hand alike, is tests/unit/test_docs.py: each line of an example
+# must have the format of a line that a real run of today's code prints.
+
+OUTPUT = re.compile(r'(<!-- output: ([a-z-]+)\b[^\n]*-->\n```[^\n]*\n)(.*?)(```)', re.S)
+_PROGRESS = re.compile(r'^ *\d+\.\ds ')
+
+
+def _gloaddriver(args, cwd=None):
+    """Run the driver as a user would; (exit code, stdout lines, stderr lines)."""
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver'] + list(args), cwd=cwd or ROOT,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate()
+    out, err = out.decode('utf-8'), err.decode('utf-8')
+    if p.returncode not in (0, 1, 4):
+        raise RuntimeError('gloaddriver %s: exit %d: %s' % (' '.join(args), p.returncode, err))
+    return p.returncode, out.splitlines(), err.splitlines()
+
+
+def _progress(lines):
+    return [l for l in lines if _PROGRESS.match(l)]
+
+
+def example_demo():
+    """scripts/demo's job: its last two progress lines and the table."""
+    _rc, out, err = _gloaddriver(['--spawn'])
+    return _progress(err)[-2:] + out
+
+
+def example_failover():
+    """README's quickstart through a failover: the outage, the faults and --verify."""
+    _rc, out, _err = _gloaddriver(['--spawn', '--replicas', '2', '--replication', 'sync',
+                                   '--fault', 'kill-leader@3s,promote@4s', '--verify',
+                                   '--phases', 'insert,select', '--ops', '0', '--duration', '8'])
+    return [l for l in out if ': OUTAGE ' in l or ': fault ' in l or l.startswith('verify: ')
+            and 'keys read back' in l]
+
+
+def example_progress():
+    """Progress lines of two phases."""
+    _rc, _out, err = _gloaddriver(['--spawn', '--phases', 'insert,select', '--ops', '0',
+                                   '--duration', '3'])
+    return _progress(err)
+
+
+def example_stages():
+    """A ramp of greenlets: its progress lines and a line per stage."""
+    _rc, out, err = _gloaddriver(['--spawn', '--phases', 'insert', '--stages',
+                                  '2s:10,2s:10,1s:0'])
+    return _progress(err) + [l for l in out if ': stage ' in l]
+
+
+def example_compare():
+    """Two runs, buffered and sync connector, side by side."""
+    import shutil
+    import tempfile
+    folder = tempfile.mkdtemp(prefix='gloaddriver-docs-')
+    try:
+        for name, extra in (('buffered', []), ('sync', ['--connector', 'sync'])):
+            _gloaddriver(['--spawn', '--phases', 'insert,select', '--ops', '20000',
+                          '--progress', '0', '--json', name + '.json'] + extra, cwd=folder)
+        _rc, out, _err = _gloaddriver(['compare', 'buffered.json', 'sync.json'], cwd=folder)
+        return out
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def example_live_notes():
+    """--graphite to a port nobody listens on: the note at the start and the one at the
+    end (the progress lines between them elided)."""
+    import socket
+    port = 2003
+    probe = socket.socket()
+    try:
+        if probe.connect_ex(('127.0.0.1', port)) == 0:   # carbon is there: a dead port
+            free = socket.socket()
+            free.bind(('127.0.0.1', 0))
+            port = free.getsockname()[1]
+            free.close()
+    finally:
+        probe.close()
+    _rc, _out, err = _gloaddriver(['--spawn', '--phases', 'insert', '--ops', '0',
+                                   '--duration', '3', '--graphite', '127.0.0.1:%d' % port])
+    notes = [l for l in err if l.startswith('gloaddriver: note: ')]
+    return notes[:1] + ['...'] + notes[-1:]
+
+
+EXAMPLES = {'demo': example_demo, 'failover': example_failover,
+            'progress': example_progress, 'stages': example_stages,
+            'compare': example_compare, 'live-notes': example_live_notes}
+
+
+def remake_examples(names=None, say=None):
+    """Run the examples the pages name (those of ``names`` only, when given) and put
+    what they printed in their blocks; returns [(page, name)] remade."""
+    made = {}
+    done = []
+    for page in hand_pages():
+        text = _read(page)
+
+        def fill(m):
+            name = m.group(2)
+            if name not in EXAMPLES:
+                raise RuntimeError('%s: no example is called %r (known: %s)'
+                                   % (page, name, ', '.join(sorted(EXAMPLES))))
+            if names and name not in names:
+                return m.group(0)
+            if name not in made:
+                if say:
+                    say('running the %s example' % name)
+                made[name] = EXAMPLES[name]()
+            done.append((page, name))
+            return m.group(1) + '\n'.join(made[name]) + '\n' + m.group(4)
+        new = OUTPUT.sub(fill, text)
+        if new != text:
+            _write(page, new)
+    return done
+
+
 # -- main -------------------------------------------------------------------------------
 
 MAKERS = {'cli': cli_md, 'result': result_md}
@@ -304,19 +564,35 @@ def main(argv):
     ap = argparse.ArgumentParser(prog='scripts/docsgen.py', description=__doc__.split('\n')[0])
     ap.add_argument('--check', action='store_true', help='only say which pages are stale')
     ap.add_argument('--print', dest='show', choices=sorted(MAKERS), default=None)
+    ap.add_argument('--examples', nargs='*', default=None, metavar='NAME',
+                    help='run the examples of output the pages show (these only, when '
+                         'named: %s) and put what they printed in the pages'
+                         % ', '.join(sorted(EXAMPLES)))
     args = ap.parse_args(argv)
     if args.show:
         text = MAKERS[args.show]()
         getattr(sys.stdout, 'buffer', sys.stdout).write(text.encode('utf-8'))
         return 0
     if args.check:
-        lines = [m for m in (stale(n) for n in sorted(MAKERS)) if m]
+        lines = [m for m in (stale(n) for n in sorted(MAKERS)) if m] + stale_fragments()
         for line in lines:
             sys.stderr.write(line + '\n')
         return 1 if lines else 0
+    if args.examples is not None:
+        unknown = sorted(set(args.examples) - set(EXAMPLES))
+        if unknown:
+            ap.error('no example called %s' % ', '.join(unknown))
+        for page, name in remake_examples(args.examples,
+                                          say=lambda t: sys.stderr.write(t + '\n')):
+            print('%s: %s remade; read the words around it' % (page, name))
+        return 0
     for name in sorted(MAKERS):
-        with io.open(os.path.join(ROOT, PAGES[name]), 'w', encoding='utf-8') as f:
-            f.write(u'%s' % MAKERS[name]())
+        _write(PAGES[name], MAKERS[name]())
+    for page in hand_pages():
+        text = _read(page)
+        new = with_fragments(text, page)
+        if new != text:
+            _write(page, new)
     return 0
 
 

@@ -11,6 +11,8 @@ The driver talks to it over two pipes, one JSON object a line:
 
 - ``{"op": "spawn", "argv", "cwd", "env", "stdout", "run_as"}`` -> ``{"pid"}``
 - ``{"op": "poll", "pid"}`` -> ``{"returncode"}`` (null while it runs)
+- ``{"op": "signal", "pid", "signal"}`` -> ``{}`` (a sampler told to stop and write:
+  run/sampler.py starts py-spy and perf here, so that they are not ours either)
 
 and any reply may be ``{"error": "..."}``. Each server gets its own session and dies
 with the launcher (PR_SET_PDEATHSIG), which dies with the driver: a killed driver
@@ -77,9 +79,18 @@ def _poll(req, children):
     return {'returncode': code}
 
 
+def _signal(req, children):
+    p = children.get(req['pid'])
+    if p is None:
+        return {'error': 'no process %s was started here' % req['pid']}
+    if p.poll() is None:
+        p.send_signal(req['signal'])
+    return {}
+
+
 def serve(rfile, wfile):
     children = {}
-    ops = {'spawn': _spawn, 'poll': _poll}
+    ops = {'spawn': _spawn, 'poll': _poll, 'signal': _signal}
     for line in iter(rfile.readline, ''):
         try:
             req = json.loads(line)

@@ -24,7 +24,8 @@ What does not depend on the protocol lives here:
   request made meanwhile waits for it up to the request timeout (``_wait_ready``),
   and after ``outage_limit`` seconds down fails at once with GaveUp.
 
-A subclass sets ``server`` (its name in messages) and gives ``_handshake(sock)``,
+A subclass sets ``server`` (its name in messages) and gives ``_handshake(sock)`` (which
+may return another socket to talk on: TLS over ``sock``),
 ``_reader(sock, raw)``, ``_fail_pending(exc)`` and ``_sweep_loop()`` (which fails the
 requests older than the timeout); ``_wait_room()``, ``_goodbye()`` and, for several
 addresses, ``_read_only(sock)`` are optional.
@@ -33,6 +34,7 @@ from __future__ import absolute_import, division, print_function
 
 import errno
 import socket as _stdsocket
+import ssl
 
 import gevent
 from gevent import socket as gsocket
@@ -43,6 +45,8 @@ from gloaddriver import errors
 from gloaddriver.py23 import clock, spawn_named
 
 WOULD_BLOCK = (errno.EAGAIN, errno.EWOULDBLOCK)
+# What a non-blocking TLS socket raises for "not now": would-block, as EAGAIN is.
+TLS_WANTS = (ssl.SSLWantReadError, ssl.SSLWantWriteError)
 # What a connection with several addresses looks for (``want``).
 LEADER, REPLICA, ANY = 'leader', 'replica', 'any'
 WANTS = (LEADER, REPLICA, ANY)
@@ -167,7 +171,8 @@ class SharedSocket(object):
             try:
                 sock = connect_socket(host, port)
                 sock.setsockopt(_stdsocket.IPPROTO_TCP, _stdsocket.TCP_NODELAY, 1)
-                self._handshake(sock)
+                # A handshake may return another socket to talk on (TLS over this one).
+                sock = self._handshake(sock) or sock
                 return sock, (self._read_only(sock) if ask else None)
             except gevent.Timeout as t:
                 if t is not timer:
@@ -273,7 +278,7 @@ class SharedSocket(object):
             # per call; a batch normally goes out in one send.
             sent = io[2](data)
         except (_stdsocket.error, OSError) as e:
-            if e.args and e.args[0] in WOULD_BLOCK:
+            if isinstance(e, TLS_WANTS) or (e.args and e.args[0] in WOULD_BLOCK):
                 sent = 0
             else:
                 self._flush_pending = False
@@ -304,7 +309,7 @@ class SharedSocket(object):
         try:
             n = recv_into(buf)
         except (_stdsocket.error, OSError) as e:
-            if not (e.args and e.args[0] in WOULD_BLOCK):
+            if not (isinstance(e, TLS_WANTS) or (e.args and e.args[0] in WOULD_BLOCK)):
                 self._lost(sock, errors.NetworkError(
                     'connection to %s at %s lost while reading: %s'
                     % (self.server, self.address, reason(e))))

@@ -391,8 +391,10 @@ def _throughput(a, b, row):
 def parse(argv):
     ap = argparse.ArgumentParser(prog='gloaddriver compat', description=__doc__.split('\n')[0])
     ap.add_argument('--python', action='append', required=True,
-                    help='an interpreter that runs gloaddriver: a path, or a name looked up on '
-                         'PATH (python2.7, 3.13); give two')
+                    help='an interpreter that runs gloaddriver: a path (a virtualenv\'s '
+                         'bin/python, where gloaddriver and its dependencies are installed), '
+                         'or a name looked up on PATH (python2.7, 3.13); give two, or one to '
+                         'compare with the interpreter running this command')
     ap.add_argument('--backend', choices=backends.names(), default=backends.DEFAULT)
     ap.add_argument('--greenlets', type=int, default=None,
                     help='default: the backend\'s (100 for tarantool, 10 for postgres with a '
@@ -400,14 +402,19 @@ def parse(argv):
     ap.add_argument('--ops', type=int, default=50000, help='ops per phase')
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--value-size', type=int, default=1536)
-    ap.add_argument('--tolerance', type=float, default=15.0, help='percent, for rates')
+    ap.add_argument('--tolerance', type=float, default=15.0,
+                    help='percent: how far the syscalls per op (row 7) and the batching (row '
+                         '8) of the two sides may differ (row 11 fails at a fixed 3x gap in '
+                         'CPU per op)')
     ap.add_argument('--rounds', type=int, default=3,
                     help='runs of each side, in turns, whose medians rows 7, 8 and 11 judge '
                          '(default 3)')
     ap.add_argument('--json', default=None)
     args = ap.parse_args(argv)
+    if len(args.python) == 1:   # the other side: the interpreter running this command
+        args.python.insert(0, sys.executable)
     if len(args.python) != 2:
-        ap.error('give exactly two --python interpreters')
+        ap.error('give one or two --python interpreters')
     if args.rounds < 1:
         ap.error('--rounds must be 1 or more')
     return args

@@ -72,8 +72,9 @@ def runs_gloaddriver(spec, env):
     if p.returncode != 0:
         lines = [l for l in err.decode('utf-8', 'replace').splitlines() if l.strip()]
         raise errors.SetupError(
-            '%s cannot run gloaddriver (%s): install gloaddriver into it, or from a checkout '
-            'run scripts/envs.py ensure X.Y and pass the python it prints'
+            '%s cannot run gloaddriver (%s): pass the python of an environment where '
+            'gloaddriver is installed (the README\'s venv27/bin/python for 2.7), or from a '
+            'checkout run scripts/envs.py ensure X.Y and pass the python it prints'
             % (exe, lines[-1] if lines else 'exit %d' % p.returncode))
     theirs = (out.decode().strip().splitlines() or ['?'])[-1]
     if theirs != __version__:

@@ -13,7 +13,7 @@ import re
 import sys
 from collections import namedtuple
 
-from gloaddriver import backends, converters, errors
+from gloaddriver import backends, converters, errors, workload
 from gloaddriver.config import fail_if
 from gloaddriver.config.flags import (DEFAULT_GREENLETS, PASSWORD_ENV, CheckingParser,
                                       build_parser, value_flags)
@@ -23,14 +23,20 @@ Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults re
 Load = namedtuple('Load', [
     'greenlets', 'processes', 'phases', 'ops', 'duration', 'warmup', 'keys', 'distribution',
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
-    'workload_file', 'start_at', 'verify', 'stages'])
+    'workload_file', 'start_at', 'verify', 'stages', 'repeat'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
-Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug web')
+Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug web '
+                               'junit percentiles abort_window abort_grace')
 Web = namedtuple('Web', 'host port keep')   # --web: where the live dashboard listens
 # Live metrics out (report.live), or None: where each goes and the names' first element.
-Live = namedtuple('Live', 'graphite statsd prometheus prefix')
+Live = namedtuple('Live', 'graphite statsd prometheus prefix push')
 Endpoint = namedtuple('Endpoint', 'proto host port')
-Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler')
+Profiling = namedtuple('Profiling', 'callgrind pstats clock profiler flamegraph '
+                                     'server_flamegraph server_pid flamegraph_rate')
+# --flamegraph-rate: 99 Hz, as perf's users pick, never in lockstep with a 100 Hz timer;
+# py-spy's reads cost the driver nothing, but above 1000 Hz perf's interrupts would.
+FLAMEGRAPH_RATE = 99
+MAX_FLAMEGRAPH_RATE = 1000
 Config = namedtuple('Config', 'backend target load limits output profiling opts profile argv')
 
 __all__ = ['Config', 'Target', 'Load', 'Limits', 'Output', 'Live', 'Web', 'Endpoint', 'Profiling',
@@ -49,6 +55,51 @@ def check_output(flag, path):
                                  % (flag, path, folder))
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise errors.ConfigError('%s %s: not writable by this user' % (flag, path))
+    # Opened for real (and a file made here removed again): os.access says yes to places
+    # no file can be made (/proc, a read-only mount as root), which a run found only
+    # after the whole load, with a traceback.
+    existed = os.path.exists(path)
+    try:
+        with open(path, 'a'):
+            pass
+    except (IOError, OSError) as e:
+        raise errors.ConfigError('%s %s: cannot be written: %s'
+                                 % (flag, path, getattr(e, 'strerror', None) or e))
+    if not existed:
+        os.remove(path)
+
+
+def check_folder(flag, path):
+    """Refuse an output folder (made when missing) that cannot take a file, before the run."""
+    if not path:
+        return
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise errors.ConfigError('%s %s is a file; give a folder' % (flag, path))
+    probe = os.path.join(path, '.gloaddriver-write-check')
+    try:
+        if not os.path.isdir(path):
+            os.makedirs(path)
+        with open(probe, 'a'):
+            pass
+        os.remove(probe)
+    except (IOError, OSError) as e:
+        raise errors.ConfigError('%s %s: cannot write there: %s'
+                                 % (flag, path, getattr(e, 'strerror', None) or e))
+
+
+def _check_outputs(args):
+    """Every file and folder the run will write, checked before the first op."""
+    from gloaddriver.report import csvfiles
+    csv_files = sorted(csvfiles.paths(args.csv).values()) if args.csv else []
+    if args.junit and not args.fail_if:
+        raise errors.ConfigError('--junit writes one test case per --fail-if threshold: give '
+                                 '--fail-if too, e.g. --fail-if p99<5ms,errors<0.1%')
+    for flag, path in [('--json', args.json), ('--html', args.html),
+                       ('--junit', args.junit)] + \
+            [('--csv', f) for f in csv_files]:
+        check_output(flag, path)
+    check_folder('--callgrind', args.callgrind)
+    check_folder('--pstats', args.pstats)
 
 
 def _foreign_flags(args, kind):
@@ -151,13 +202,12 @@ def parse(argv=None, environ=None):
     if not (args.callgrind or args.pstats) and (args.profile_clock or args.profiler):
         raise errors.ConfigError('--profile-clock and --profiler need --callgrind DIR or '
                                  '--pstats DIR')
+    _check_flamegraphs(args)
     if args.rate is not None and args.rate <= 0:
         raise errors.ConfigError('--rate must be above 0 ops/s')
     if args.rate is None and (args.arrival is not None or args.latency_limit is not None):
         raise errors.ConfigError('--arrival and --latency-limit need --rate')
-    for flag, path in (('--json', args.json), ('--html', args.html),
-                       ('--csv', args.csv and args.csv + '_stats.csv')):
-        check_output(flag, path)
+    _check_outputs(args)
     if args.interval is not None and (args.interval <= 0 or (
             args.progress > 0 and args.interval != args.progress)):
         raise errors.ConfigError('--interval must be above 0, and it goes with --progress 0 '
@@ -166,7 +216,8 @@ def parse(argv=None, environ=None):
     if args.workload_file:
         phases = _user_phases(args)
     else:
-        phases = kind.phases(opts, args.phases, args.mix, args.load)
+        phases = _load_first(args, kind, opts, kind.phases(opts, args.phases, args.mix,
+                                                           args.load))
     load = Load(
         greenlets=args.greenlets, processes=args.processes, phases=phases, ops=args.ops,
         duration=args.duration, warmup=args.warmup, keys=args.keys or args.ops or 100000,
@@ -174,8 +225,10 @@ def parse(argv=None, environ=None):
         checksum=args.checksum, rate=args.rate, arrival=args.arrival or 'constant',
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None,
         shard=_shard(args.shard, environ), workload_file=args.workload_file,
-        start_at=args.start_at, verify=args.verify, stages=stages)
+        start_at=args.start_at, verify=args.verify, stages=stages, repeat=args.repeat)
     _check_shard(load.shard, load.keys)
+    percentiles, fail_conditions = _thresholds(args, kind, opts, phases)
+    _check_repeat(args, kind.judged_phases(opts, phases))
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
         backend=kind.name,
@@ -187,14 +240,23 @@ def parse(argv=None, environ=None):
         load=load,
         limits=Limits(timeout=args.timeout, connect_timeout=args.connect_timeout,
                       outage_limit=args.outage_limit),
-        output=Output(json=args.json, html=args.html, csv=args.csv, progress=args.progress,
-                      interval=args.interval or (args.progress if args.progress > 0 else 1.0),
-                      syscalls=args.syscalls, fail_if=_thresholds(args.fail_if),
-                      live=_live(args), debug=args.debug, web=_web(args)),
+        output=_output(args, percentiles, fail_conditions),
         profiling=Profiling(callgrind=args.callgrind, pstats=args.pstats,
                             clock=args.profile_clock or 'wall',
-                            profiler=args.profiler or 'yappi'),
+                            profiler=args.profiler or 'yappi',
+                            flamegraph=args.flamegraph,
+                            server_flamegraph=args.server_flamegraph,
+                            server_pid=args.server_pid,
+                            flamegraph_rate=args.flamegraph_rate or FLAMEGRAPH_RATE),
         opts=opts, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+def _output(args, percentiles, fail_conditions):
+    return Output(json=args.json, html=args.html, csv=args.csv, progress=args.progress,
+                  interval=args.interval or (args.progress if args.progress > 0 else 1.0),
+                  syscalls=args.syscalls, fail_if=fail_conditions, live=_live(args),
+                  debug=args.debug, web=_web(args), junit=args.junit, percentiles=percentiles,
+                  abort_window=args.abort_window, abort_grace=args.abort_grace)
 
 
 def _stages(args):
@@ -296,7 +358,9 @@ def _endpoint(flag, text, protos):
 
 
 def _check_free(flag, text, host, port):
-    """Refuse a listening port that is taken before the run, not after it."""
+    """Refuse a listening port that is taken before the run, not after it. A SetupError
+    (exit 3), as a server that cannot be reached: the value is good, the machine does not
+    give what it names."""
     import socket
     family = socket.AF_INET6 if ':' in host else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
@@ -304,7 +368,7 @@ def _check_free(flag, text, host, port):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((host, port))
     except (socket.error, OSError) as e:
-        raise errors.ConfigError('%s %s: cannot listen on port %d: %s' % (
+        raise errors.SetupError('%s %s: cannot listen on port %d: %s' % (
             flag, text, port, getattr(e, 'strerror', None) or e))
     finally:
         s.close()
@@ -312,10 +376,10 @@ def _check_free(flag, text, host, port):
 
 def _live(args):
     """The live-metrics flags, checked: Live, or None when none was given."""
-    if not (args.graphite or args.statsd or args.prometheus_port):
+    if not (args.graphite or args.statsd or args.prometheus_port or args.prometheus_push):
         if args.metrics_prefix:
-            raise errors.ConfigError('--metrics-prefix goes with --graphite, --statsd or '
-                                     '--prometheus-port')
+            raise errors.ConfigError('--metrics-prefix goes with --graphite, --statsd, '
+                                     '--prometheus-port or --prometheus-push')
         return None
     prefix = args.metrics_prefix or 'gloaddriver'
     if not _PREFIX.match(prefix):
@@ -338,7 +402,18 @@ def _live(args):
     return Live(
         graphite=_endpoint('--graphite', args.graphite, ('tcp', 'udp')) if args.graphite else None,
         statsd=_endpoint('--statsd', args.statsd, ('udp',)) if args.statsd else None,
-        prometheus=prometheus, prefix=prefix)
+        prometheus=prometheus, prefix=prefix, push=_push_url(args.prometheus_push))
+
+
+def _push_url(text):
+    """--prometheus-push http[s]://HOST:PORT[/PATH] (HOST:PORT alone is http://), or None."""
+    if not text:
+        return None
+    url = text if '://' in text else 'http://' + text
+    if not re.match(r'^https?://(\[[0-9A-Fa-f:.]+\]|[^:/\s\[\]]+)(:[0-9]+)?(/\S*)?$', url):
+        raise errors.ConfigError('--prometheus-push takes the URL of a Pushgateway, e.g. '
+                                 'http://127.0.0.1:9091; got %r' % text)
+    return url.rstrip('/')
 
 
 def _web(args):
@@ -352,17 +427,84 @@ def _web(args):
     host, port = _listen('--web', text, '127.0.0.1', '8090 or 0.0.0.0:8090')
     if args.processes > 1:
         raise errors.ConfigError('--web serves one process: run it without --processes')
-    try:
-        _check_free('--web', text, host, port)
-    except errors.ConfigError as e:
-        raise errors.SetupError(str(e))
+    _check_free('--web', text, host, port)
     return Web(host, port, bool(args.web_keep))
 
 
-def _thresholds(text):
+def _thresholds(args, kind, opts, phases):
+    """(--percentiles, --fail-if conditions): the conditions' metrics, values and the
+    phases and ops they name, all judged before the first op."""
+    percentiles = _percentiles(args.percentiles)
+    if args.fail_if is None:
+        return percentiles, None
+    conditions = tuple(fail_if.parse(args.fail_if, percentiles))
+    if args.abort_window <= 0:
+        raise errors.ConfigError('--abort-window must be above 0 seconds')
+    if args.processes > 1 and any(c['abort'] for c in conditions):
+        raise errors.ConfigError('@abort judges one process\'s timeline as it goes: not with '
+                                 '--processes yet (run one process, or leave @abort out)')
+    judged = kind.judged_phases(opts, phases)
+    if judged is not None:
+        fail_if.check_names(conditions, judged)
+    return percentiles, conditions
+
+
+def _check_repeat(args, judged):
+    """--repeat N runs the runner's phases N times in this process."""
+    if args.repeat == 1:
+        return
+    if args.processes > 1:
+        raise errors.ConfigError('--repeat does not go with --processes yet: repeat the '
+                                 'command, or run one process with --repeat')
+    if judged is None:
+        raise errors.ConfigError('--repeat repeats the phases the runner drives; this '
+                                 'workload drives itself (run the command again instead)')
+
+
+def _percentiles(text):
+    """--percentiles 50,90,99,99.9,99.99 -> ascending floats (the defaults without it)."""
+    from gloaddriver.measure import stats
     if text is None:
-        return None
-    return tuple(fail_if.parse(text))
+        return stats.DEFAULT_PERCENTILES
+    out = []
+    for part in [p.strip() for p in text.split(',') if p.strip()]:
+        try:
+            pct = float(part.lstrip('pP'))
+        except ValueError:
+            pct = None
+        if pct is None or not 0 < pct < 100:
+            raise errors.ConfigError('--percentiles takes numbers above 0 and below 100, e.g. '
+                                     '50,90,99,99.9,99.99 (max is always shown); got %r' % part)
+        out.append(pct)
+    if not out:
+        raise errors.ConfigError('--percentiles needs at least one, e.g. 50,90,99,99.9')
+    keys = {}
+    for pct in sorted(set(out) | set(stats.DEFAULT_PERCENTILES)):
+        other = keys.setdefault(stats.percentile_key(pct), pct)
+        if other != pct:
+            raise errors.ConfigError('--percentiles: %g and %g would both be named %s in the '
+                                     'result; leave one out' % (min(pct, other), max(pct, other),
+                                                                stats.percentile_key(pct)))
+    return tuple(sorted(set(out)))
+
+
+def _load_first(args, kind, opts, phases):
+    """A --mix of the built-in ops that reads keys, on a server --spawn has just made
+    empty: a load phase first (YCSB's load), said, unless --load or --no-load was given
+    or --spawn-init brings its own data. Otherwise every read would be a miss."""
+    if args.no_load and args.load:
+        raise errors.ConfigError('--load and --no-load exclude each other')
+    if not (args.spawn and args.mix) or args.load or args.no_load or args.spawn_init or \
+            len(phases) != 1:
+        return phases
+    ops = [op for op, _w in phases[0].weights]
+    if not set(ops) <= set(workload.OPS) or set(ops) <= set(['insert']):
+        return phases
+    keys = args.keys or args.ops or 100000
+    errors.say('note: the spawned server is empty: a load phase inserts the %d keys of '
+               '--keys before the mix, as YCSB\'s load does (--no-load: run the mix on the '
+               'empty server)' % keys)
+    return kind.phases(opts, args.phases, args.mix, True)
 
 
 def _user_phases(args):
@@ -378,6 +520,29 @@ def _user_phases(args):
         return workload.phases_from(phases, mix, False, user.names, user.names)
     except ValueError as e:
         raise errors.ConfigError('%s (the ops of %s)' % (e, args.workload_file))
+
+
+def _check_flamegraphs(args):
+    if args.flamegraph_rate is not None and not (args.flamegraph or args.server_flamegraph):
+        raise errors.ConfigError('--flamegraph-rate needs --flamegraph DIR or '
+                                 '--server-flamegraph DIR')
+    if args.server_pid is not None and not args.server_flamegraph:
+        raise errors.ConfigError('--server-pid goes with --server-flamegraph DIR')
+    if args.server_flamegraph and not args.spawn and args.server_pid is None:
+        raise errors.ConfigError('--server-flamegraph records a server this host runs: '
+                                 '--spawn one, or name it with --server-pid PID')
+    if args.server_flamegraph and args.spawn and args.server_pid is not None:
+        raise errors.ConfigError('--server-pid names a server of your own; with --spawn the '
+                                 'spawned one is recorded')
+    if args.server_pid is not None and not os.path.exists('/proc/%d' % args.server_pid):
+        raise errors.ConfigError('--server-pid %d: no such process on this host'
+                                 % args.server_pid)
+    if args.server_flamegraph and (args.processes or 1) > 1:
+        raise errors.ConfigError('--server-flamegraph with --processes is not supported yet: '
+                                 'record the server of a one-process run')
+    if args.flamegraph_rate is not None and args.flamegraph_rate > MAX_FLAMEGRAPH_RATE:
+        raise errors.ConfigError('--flamegraph-rate %d: at most %d samples per second'
+                                 % (args.flamegraph_rate, MAX_FLAMEGRAPH_RATE))
 
 
 def _profile_name(argv):

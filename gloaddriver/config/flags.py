@@ -12,7 +12,7 @@ import sys
 from gloaddriver import __version__, backends, errors
 from gloaddriver.converters import count, positive_int, seconds
 from gloaddriver.measure import profiler
-from gloaddriver.workload import keys
+from gloaddriver.workload import keys, sizes
 
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
 REPLICATION_MODES = ('async', 'sync', 'remote_apply')
@@ -20,15 +20,39 @@ READ_FROM = ('leader', 'replica', 'any')
 DEFAULT_GREENLETS = 10
 
 
-# The subcommands, each with its line in --help; gloaddriver.cli dispatches them.
+# The subcommands, each with its line in --help: the one list that gloaddriver.cli
+# dispatches and that docs/cli.md and README.md show (scripts/docsgen.py writes it there;
+# tests/unit/test_docs.py fails when a page or the dispatch says otherwise).
 SUBCOMMANDS = (
     ('compat', 'the same seeded run on two interpreters, side by side, with checks'),
-    ('compare', 'a table of ops/s, latencies and syscalls/op across result JSON files'),
+    ('compare', 'result JSON files side by side: ops/s, p50 to p99.9, syscalls/op and '
+                'requests per send per phase, each ratio to the first file, and the '
+                'manifest fields that differ'),
     ('merge', 'join the result JSON files of shards that ran together into one'),
     ('html', 'a self-contained HTML report from a result JSON file'),
+    ('schema', 'print the JSON Schema of a result file'),
     ('pgbench', "pgbench 15's flags and summary, run by gloaddriver on PostgreSQL "
                 '(pgbench -i makes the tables)'),
 )
+
+
+def _distribution(text):
+    """--distribution NAME[:P[:Q]], checked here and kept as given (keys.generator reads
+    it per worker)."""
+    try:
+        keys.parse_distribution(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+    return text
+
+
+def _value_size(text):
+    """One size as the int it always was; a range or a list as its sizes.ValueSize."""
+    try:
+        spec = sizes.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+    return sizes.constant(spec) or spec
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -66,8 +90,19 @@ class _Version(argparse.Action):
 
 def _epilog():
     width = max(len(name) for name, _text in SUBCOMMANDS)
-    return 'subcommands (gloaddriver SUBCOMMAND --help for their flags):\n' + '\n'.join(
-        '  %-*s  %s' % (width, name, text) for name, text in SUBCOMMANDS)
+    return ('subcommands (gloaddriver SUBCOMMAND --help for their flags):\n' + '\n'.join(
+        '  %-*s  %s' % (width, name, _wrapped(text, width + 4)) for name, text in SUBCOMMANDS) +
+        '\n\nexit codes:\n' + '\n'.join(
+            '  %3d  %s' % (code, _wrapped(text.replace('`', ''), 7))
+            for code, text in errors.EXIT_CODES))
+
+
+def _wrapped(text, indent, width=88):
+    """A long line of the epilog folded under its own start (the epilog is kept as
+    written, so argparse does not fold it)."""
+    import textwrap
+    return ('\n' + ' ' * indent).join(textwrap.wrap(text, width - indent,
+                                                     break_on_hyphens=False))
 
 
 class CheckingParser(Parser):
@@ -161,7 +196,11 @@ def build_parser(cls=None):
                    help='your own workload: a Python file whose op_NAME(db, key[, rnd]) functions '
                         'are the ops (see docs/workloads.md)')
     g.add_argument('--load', action='store_true',
-                   help='before a --mix, insert keys [0, --keys) in a phase named load')
+                   help='before a --mix, insert keys [0, --keys) in a phase named load (with '
+                        '--spawn, a mix that reads keys gets one unless --no-load)')
+    g.add_argument('--no-load', action='store_true',
+                   help='with --spawn: run a --mix on the empty server, without the load '
+                        'phase it otherwise gets first')
     g.add_argument('--ops', type=count, default=None, metavar='N',
                    help='ops per phase (default 100000, or no limit with --duration or '
                         '--stages; 0 = no limit; then --duration ends a phase)')
@@ -178,11 +217,18 @@ def build_parser(cls=None):
                    help='unrecorded select load before the first phase')
     g.add_argument('--keys', type=positive_int, default=None, metavar='N',
                    help='key space [0, N) (default: --ops, or 100000)')
-    g.add_argument('--distribution', choices=keys.DISTRIBUTIONS, default='sequential',
-                   help='key choice for select/update/delete (insert phases are '
-                        'always sequential)')
-    g.add_argument('--value-size', type=positive_int, default=1536, metavar='BYTES',
-                   help='characters per value (string.printable[i %% 100] * BYTES)')
+    g.add_argument('--distribution', type=_distribution, default='sequential',
+                   metavar='NAME[:P[:Q]]',
+                   help='key choice for select/update/delete (insert phases are always '
+                        'sequential): %s; gaussian:STDDEV (a fraction of the key range, '
+                        '1/6), hotspot:KEYS:OPS (fractions, 0.2:0.8), '
+                        'exponential:PERCENTILE:FRACTION (95:0.8571), as YCSB and memtier '
+                        '(see docs/workloads.md)' % ', '.join(keys.DISTRIBUTIONS))
+    g.add_argument('--value-size', type=_value_size, default='1536',
+                   metavar='BYTES|LOW-HIGH|SIZE:WEIGHT,...',
+                   help='characters per value (string.printable[i %% 100] * BYTES), or '
+                        'sizes drawn per key by --seed: uniform in LOW-HIGH (100-4000), or '
+                        'a weighted list (100:8,4000:2)')
     g.add_argument('--seed', type=int, default=1, help='seed of the random key choices')
     g.add_argument('--checksum', action='store_true',
                    help='sum a crc32 of every op\'s result per op type (order-independent; '
@@ -192,6 +238,10 @@ def build_parser(cls=None):
                         'with what the server acknowledged: acknowledged writes lost, failed '
                         'writes that landed, wrong bytes; exit 1 when an acknowledged write '
                         'was lost')
+    g.add_argument('--repeat', type=positive_int, default=1, metavar='N',
+                   help='run the phases N times, one round after another (as memtier\'s '
+                        '--run-count), and report each round, then the median, best and '
+                        'worst of each figure with their spread')
     g = p.add_argument_group('limits')
     g.add_argument('--timeout', type=seconds, default=5.0, metavar='SECONDS',
                    help='per-request timeout')
@@ -216,6 +266,20 @@ def build_parser(cls=None):
                    help='pass/fail thresholds, e.g. p95<2,p99<5ms,errors<0.1%%,'
                         'ops_per_sec>50000 (a bare latency is in ms; PHASE:p99<5ms for one '
                         'phase); exit 4 when one fails')
+    g.add_argument('--percentiles', default=None, metavar='LIST',
+                   help='the latency percentiles the table, CSV, live metrics and --fail-if '
+                        'show, e.g. 50,90,99,99.9,99.99 (default 50,90,95,99,99.9, which '
+                        'the JSON always holds)')
+    g.add_argument('--abort-window', type=seconds, default=5.0, metavar='SECONDS',
+                   help='a --fail-if condition marked @abort (p99<50ms@abort) is judged '
+                        'each interval on the last SECONDS of the phase; when it breaks, '
+                        'the run stops, keeps what it measured and exits 4 (default 5)')
+    g.add_argument('--abort-grace', type=seconds, default=0.0, metavar='SECONDS',
+                   help='judge @abort conditions only from SECONDS into each phase (as '
+                        "k6's delayAbortEval; never before one full --abort-window)")
+    g.add_argument('--junit', default=None, metavar='FILE',
+                   help='write the --fail-if verdicts as JUnit XML, one test case per '
+                        'threshold and phase, for CI systems that read JUnit reports')
     g.add_argument('--debug', action='store_true',
                    help='print the traceback of the first failed op of each error kind to '
                         'stderr (the report gives each kind with where it was raised)')
@@ -231,6 +295,10 @@ def build_parser(cls=None):
     g.add_argument('--prometheus-port', default=None, metavar='[HOST:]PORT',
                    help='serve the last interval as Prometheus/OpenMetrics text over HTTP on '
                         'this port (all interfaces unless HOST is given)')
+    g.add_argument('--prometheus-push', default=None, metavar='URL',
+                   help='push each interval to a Prometheus Pushgateway at URL (e.g. '
+                        'http://127.0.0.1:9091), one group per phase (job: --metrics-prefix), '
+                        'for runs too short for a scraper')
     g.add_argument('--web', default=None, metavar='[HOST:]PORT',
                    help='serve a live dashboard of the run on this port (host 127.0.0.1 unless '
                         'given): the --html page, updated each interval; the URL is printed at '
@@ -252,6 +320,18 @@ def build_parser(cls=None):
                         'clock_gettime calls are left out of syscalls/op)')
     g.add_argument('--profiler', choices=list(profiler.PROFILERS), default=None,
                    help='yappi (the default); greenletprofiler: Python 2.7 only, when installed')
+    g.add_argument('--flamegraph', default=None, metavar='DIR',
+                   help='sample each phase with py-spy from outside; write '
+                        'DIR/flamegraph.<phase>.<pid>.folded (flamegraph.pl) and '
+                        '.speedscope.json')
+    g.add_argument('--server-flamegraph', default=None, metavar='DIR',
+                   help='record the server with perf (cpu-clock, call graphs) each phase; '
+                        'write DIR/server-flamegraph.<phase>.<pid>.folded and .speedscope.json')
+    g.add_argument('--server-pid', type=positive_int, default=None, metavar='PID',
+                   help='the local server --server-flamegraph records, when not --spawn')
+    g.add_argument('--flamegraph-rate', type=positive_int, default=None, metavar='HZ',
+                   help='samples per second of both flame graphs (default 99: never in step '
+                        'with a 100 Hz timer)')
     return p
 
 

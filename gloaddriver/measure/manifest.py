@@ -98,7 +98,8 @@ def build(config, kind, backend, server_settings, counter, profiler=None):
         'warmup_seconds': load.warmup,
         'keys': load.keys,
         'distribution': load.distribution,
-        'value_size': load.value_size,
+        # One size is the integer it always was; a range or a list is its text.
+        'value_size': getattr(load.value_size, 'text', load.value_size),
         'phases': [{'name': p.name, 'weights': dict(p.weights)} for p in load.phases],
         'timeout': config.limits.timeout,
         'shard': '%d/%d' % load.shard if load.shard else None,
@@ -106,6 +107,8 @@ def build(config, kind, backend, server_settings, counter, profiler=None):
         'syscall_source': counter.source,
         'syscall_reason': counter.reason,
         'profiler': profiler,
+        # --percentiles: what the reports show (the latency blocks hold these and today's).
+        'percentiles': list(config.output.percentiles),
     })
     m.update(kind.manifest(config))
     return m

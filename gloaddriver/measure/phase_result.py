@@ -20,7 +20,8 @@ The JSON contract is report/result.schema.json (docs/result.md).
 """
 from __future__ import absolute_import, division, print_function
 
-from gloaddriver.measure import client_bound, outages, script_figures, stats, syscalls, timeline
+from gloaddriver.measure import (client_bound, flamegraph, outages, script_figures, stats,
+                                 syscalls, timeline)
 from gloaddriver.measure.window import (CONNECTION_KEYS, LATE_AFTER, batching, client_load,
                                        per_op_us, syscall_block, text)
 
@@ -242,7 +243,14 @@ class PhaseResult(dict):
         res['client'] = client_load(window)
         res['syscalls'] = syscall_block(window.syscalls, io, counts.attempted, reason,
                                         excluded)
-        res['batching'] = batching_block or batching(window.syscalls, io, counts.attempted)
+        # The ops that were requests: one that raised in the client (client:*) sent
+        # nothing, and would make the syscall count's requests per send a fiction.
+        sent = counts.attempted - sum(n for kind, n in counts.failed.items()
+                                      if kind.startswith('client:'))
+        res['batching'] = batching_block or batching(window.syscalls, io, sent)
+        wall0 = getattr(window, 'wall0', None)
+        if wall0 is not None:
+            res['started_unix'] = round(wall0, 3)
         return res
 
     def judge(self):
@@ -268,22 +276,50 @@ class PhaseResult(dict):
         res['batching'] = _weighted_batching(parts)
         if all(p.get('rate') for p in parts):
             res['rate'] = _merged_schedule(parts, counts)
+        starts = [p.get('started_unix') for p in parts]
+        if None not in starts:
+            _over_the_span(res, parts, starts)
         if all(p.get('timeline') for p in parts):
             res['timeline'] = timeline.merge_concurrent([p['timeline'] for p in parts])
         if any('outages' in p for p in parts):
             res['outages'] = outages.merge_concurrent([p.get('outages') or [] for p in parts])
         if any(p.get('script') for p in parts):
             res['script'] = script_figures.merged([p.get('script') for p in parts])
+        # Each process sampled itself: the client stacks add up.
+        fg = flamegraph.merged([p.get('flamegraph') for p in parts])
+        if fg:
+            res['flamegraph'] = fg
         # One server seen by every part: any part's samples are the server's.
         metrics = [p['server_metrics'] for p in parts if p.get('server_metrics')]
         if metrics:
             res['server_metrics'] = metrics[0]
+        # An @abort threshold that stopped a part (a process judges its own share).
+        broke = [p['threshold_abort'] for p in parts if p.get('threshold_abort')]
+        if broke:
+            res['threshold_abort'] = broke[0]
         # Each part ran in a process of its own: a part's warning is that process's.
         res['warnings'] = [w for p in parts for w in (p.get('warnings') or ())]
         loads = [p['client'] for p in parts if (p.get('client') or {}).get('busy') is not None]
         if loads:   # the busiest process: the one whose figures are most its own
             res['client'] = max(loads, key=lambda c: c['busy'])
         return res
+
+
+def _over_the_span(res, parts, starts):
+    """The merged phase's seconds and rates over the span its parts ran, first start to
+    last end: parts that overlapped only in part are not counted as if side by side
+    (their rates' sum)."""
+    first = min(starts)
+    span = round(max(s + p['seconds'] for s, p in zip(starts, parts)) - first, 4)
+    res['started_unix'] = first
+    if len(parts) < 2 or span <= 0:
+        return
+    res['seconds'] = span
+    for block in [res] + list((res.get('ops') or {}).values()):
+        block['ops_per_sec'] = _rate(block['attempted'] / span)
+        block['ok_per_sec'] = _rate(block['ok'] / span)
+    if res.get('rate'):
+        res['rate']['achieved'] = _rate(res['attempted'] / span)
 
 
 def _counts_of(part, op=None):

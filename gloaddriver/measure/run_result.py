@@ -2,22 +2,27 @@
 children's results, and by ``gloaddriver merge`` from shards that ran together.
 
 A result is ``{manifest, phases, aborted, warnings}`` and, where they apply,
-``verify``, ``faults``, ``live``; a merge adds ``parts`` (each part's manifest) and,
+``verify``, ``faults``, ``live``, ``repeat``; a merge adds ``parts`` (each part's manifest) and,
 under --processes, ``processes`` (each child's whole result). Phases are
 measure.phase_result.PhaseResult blocks; a merge joins the phases of the same name.
 """
 from __future__ import absolute_import, division, print_function
 
-from gloaddriver.measure import client_bound
+from gloaddriver.measure import client_bound, stats
 from gloaddriver.measure.phase_result import PhaseResult
 
 
-def build(manifest, phases, aborted=None, verify=None, faults=None, live=None):
+def build(manifest, phases, aborted=None, verify=None, faults=None, live=None, repeat=1):
     """The result of one run (or of a merge, whose parts' figures are already in
-    ``phases``): the run's warnings are its phases' warnings, in phase order."""
+    ``phases``): the run's warnings are its phases' warnings, in phase order; with
+    --repeat N (``repeat``), the rounds summarised."""
     phases = list(phases)
     result = {'manifest': manifest, 'phases': phases, 'aborted': aborted,
               'warnings': client_bound.collect(phases)}
+    if repeat > 1:
+        from gloaddriver.measure import repeats
+        result['repeat'] = repeats.summary(phases, repeat, manifest.get('percentiles') or
+                                           stats.DEFAULT_PERCENTILES)
     for key, value in (('verify', verify), ('faults', faults), ('live', live)):
         if value is not None:
             result[key] = value

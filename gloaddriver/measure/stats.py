@@ -19,7 +19,36 @@ from gloaddriver import errors
 
 HIGHEST_US = 3600 * 1000 * 1000   # one hour: anything longer is clamped
 SIG_FIGS = 3
-PERCENTILES = (('p50', 50.0), ('p90', 90.0), ('p95', 95.0), ('p99', 99.0), ('p999', 99.9))
+DEFAULT_PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+
+
+def percentile_key(pct):
+    """A percentile's key in a latency block: the digits without the point (99.9 ->
+    ``p999``, 99.99 -> ``p9999``), as results have always named them."""
+    return 'p' + ('%g' % pct).replace('.', '')
+
+
+def percentile_label(pct):
+    """How a report shows it: ``p99.9``."""
+    return 'p%g' % pct
+
+
+# Every result holds today's percentiles (every reader keeps working); --percentiles
+# adds its own (choose_percentiles): (key, percentile) pairs, ascending.
+PERCENTILES = tuple((percentile_key(p), p) for p in DEFAULT_PERCENTILES)
+_measured = [PERCENTILES]
+
+
+def choose_percentiles(pcts):
+    """--percentiles: latency blocks made from now on in this process hold these beside
+    the defaults (the run, its processes' merge and its live outputs call it once)."""
+    both = sorted(set(DEFAULT_PERCENTILES) | set(pcts or ()))
+    _measured[0] = tuple((percentile_key(p), p) for p in both)
+
+
+def measured_percentiles():
+    """The (key, percentile) pairs a latency block holds in this process."""
+    return _measured[0]
 
 
 def new_histogram():
@@ -70,16 +99,18 @@ def values_at_percentiles(hist, percentiles):
 
 
 def latency_summary(hist, sum_us):
-    """p50/p90/p95/p99/p99.9/max/mean in microseconds (None when empty).
+    """p50/p90/p95/p99/p99.9 (and those of --percentiles)/max/mean in microseconds
+    (None when empty).
 
     The mean comes from the exact sum of recorded values, not from the
     histogram (hdrh's mean iterator also recurses without end on 2.7).
     """
     count = hist.get_total_count()
+    pcts = _measured[0]
     if count == 0:
-        return dict((name, None) for name, _pct in PERCENTILES + (('max', 0), ('mean', 0)))
-    values = values_at_percentiles(hist, [pct for _name, pct in PERCENTILES])
-    out = dict((name, v) for (name, _pct), v in zip(PERCENTILES, values))
+        return dict((name, None) for name, _pct in pcts + (('max', 0), ('mean', 0)))
+    values = values_at_percentiles(hist, [pct for _name, pct in pcts])
+    out = dict((name, v) for (name, _pct), v in zip(pcts, values))
     out['max'] = hist.get_max_value()
     out['mean'] = round(sum_us / count, 1)
     return out

@@ -8,6 +8,7 @@ itself is recorded, merged and serialized in measure.phase_result.
 from __future__ import absolute_import, division, print_function
 
 import resource
+import time
 
 from gloaddriver.py23 import clock
 from gloaddriver.measure import procfs, syscalls
@@ -38,6 +39,8 @@ class Window(object):
         self.cpu0 = cpu_seconds()
         self.wait0 = procfs.run_delay()
         self.t0 = clock()
+        # Wall time too: shards' windows are compared across hosts (gloaddriver merge).
+        self.wall0 = time.time()
         return self
 
     def close(self):

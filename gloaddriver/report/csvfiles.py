@@ -8,13 +8,29 @@ import csv
 import io
 import sys
 
-PERCENTILES = (('p50', 'p50'), ('p90', 'p90'), ('p95', 'p95'), ('p99', 'p99'),
-               ('p99.9', 'p999'), ('max', 'max'))
-STATS = ['phase', 'op', 'attempted', 'ok', 'failed', 'timed_out', 'misses', 'ops_per_sec',
-         'ok_per_sec'] + ['%s_us' % n for n, _k in PERCENTILES] + \
-    ['mean_us', 'cpu_us_per_op', 'syscalls_per_op']
-HISTORY = ['phase', 't', 'seconds', 'attempted', 'ok', 'errors', 'ops_per_sec'] + \
-    ['%s_us' % n for n, _k in PERCENTILES] + ['syscalls_per_op']
+from gloaddriver.measure import stats
+from gloaddriver.report.text import round_name
+
+
+def _percentiles(result):
+    """(column name, latency key) of the run's --percentiles (today's set for files
+    without them), then max."""
+    pcts = result['manifest'].get('percentiles') or stats.DEFAULT_PERCENTILES
+    return [(stats.percentile_label(p), stats.percentile_key(p)) for p in pcts] + \
+        [('max', 'max')]
+
+
+def _stats_header(result):
+    return ['phase', 'op', 'attempted', 'ok', 'failed', 'timed_out', 'misses', 'ops_per_sec',
+            'ok_per_sec'] + ['%s_us' % n for n, _k in _percentiles(result)] + \
+        ['mean_us', 'cpu_us_per_op', 'syscalls_per_op']
+
+
+def _history_header(result):
+    return ['phase', 't', 'seconds', 'attempted', 'ok', 'errors', 'ops_per_sec'] + \
+        ['%s_us' % n for n, _k in _percentiles(result)] + ['syscalls_per_op']
+
+
 FAILURES = ['phase', 'op', 'kind', 'count', 'first_message', 'first_raised_at']
 
 
@@ -23,29 +39,28 @@ def paths(prefix):
                                                                    'failures'))
 
 
-def _latencies(lat):
-    return [lat.get(k) for _n, k in PERCENTILES]
-
-
 def stats_rows(result):
+    keys = [k for _n, k in _percentiles(result)]
     for p in result['phases']:
         blocks = [('all' if 'ops' in p else p['name'], p)]
         blocks += sorted(p.get('ops', {}).items())
         for op, b in blocks:
             lat = b['latency_us']
-            yield [p['name'], op, b['attempted'], b['ok'], b['failed'], b['timed_out'],
-                   b['misses'], b['ops_per_sec'], b.get('ok_per_sec')] + _latencies(lat) + \
+            yield [round_name(p), op, b['attempted'], b['ok'], b['failed'], b['timed_out'],
+                   b['misses'], b['ops_per_sec'], b.get('ok_per_sec')] + \
+                [lat.get(k) for k in keys] + \
                 [lat.get('mean'), b.get('cpu_us_per_op') if b is p else None,
                  (p.get('syscalls') or {}).get('per_op') if b is p else None]
 
 
 def history_rows(result):
+    keys = [k for _n, k in _percentiles(result)]
     for p in result['phases']:
         for r in p.get('timeline') or ():
             n = r['attempted']
             sys_op = round(r['syscalls'] / n, 4) if r.get('syscalls') is not None and n else None
-            yield [p['name'], r['t'], r['seconds'], n, r['ok'], r['errors'],
-                   r.get('ops_per_sec')] + _latencies(r['latency_us']) + [sys_op]
+            yield [round_name(p), r['t'], r['seconds'], n, r['ok'], r['errors'],
+                   r.get('ops_per_sec')] + [r['latency_us'].get(k) for k in keys] + [sys_op]
 
 
 def failure_rows(result):
@@ -53,15 +68,15 @@ def failure_rows(result):
         blocks = sorted(p.get('ops', {}).items()) or [(p['name'], p)]
         for op, b in blocks:
             for kind, count in sorted(b['errors'].items()):
-                yield [p['name'], op, kind, count, b['error_samples'].get(kind, ''),
+                yield [round_name(p), op, kind, count, b['error_samples'].get(kind, ''),
                        (b.get('error_origins') or {}).get(kind, '')]
 
 
 def write(result, prefix):
     """Write the three files; returns their paths."""
     out = paths(prefix)
-    for name, header, rows in (('stats', STATS, stats_rows(result)),
-                               ('history', HISTORY, history_rows(result)),
+    for name, header, rows in (('stats', _stats_header(result), stats_rows(result)),
+                               ('history', _history_header(result), history_rows(result)),
                                ('failures', FAILURES, failure_rows(result))):
         _write(out[name], header, rows)
     return out

@@ -181,8 +181,8 @@
     spec.series.forEach(function (s, i) {
       series.push({label: s.label, stroke: s.color || COLORS[i % COLORS.length],
                    width: s.width || 1.5, dash: s.dash ? [6, 4] : undefined,
-                   scale: s.scale || 'y', spanGaps: !!spec.join,
-                   points: spec.join ? {show: spec.x.length < 3} : lonely(s.values, spec.x.length),
+                   scale: s.scale || 'y', spanGaps: false,
+                   points: lonely(s.values, spec.x.length),
                    value: function (u, v) { return num(v); }});
       data.push(s.values);
     });
@@ -289,18 +289,20 @@
       Object.keys(d.rps || {}).forEach(function (k) { if (d.rps[k] && kinds.indexOf(k) < 0) { kinds.push(k); } });
     });
     kinds.sort();
-    // An interval the server did not answer (down, or late) has no sample: the line
-    // joins over it, so that a restart leaves lines, not dots; outages are shaded.
-    var s = kinds.map(function (k) { return {label: k + '/s', values: col(rows, function (d) { return d.rps && k in d.rps ? d.rps[k] : null; })}; });
+    // An interval the server did not answer (down, or late) has no sample: a gap in its
+    // lines, never a line drawn across it (a killed server joined to its next sample
+    // would seem to serve all along). In a sampled row a type not there is 0 requests.
+    function sampled(f) { return function (d) { return d.late ? null : f(d); }; }
+    var s = kinds.map(function (k) { return {label: k + '/s', values: col(rows, sampled(function (d) { return (d.rps || {})[k] || 0; }))}; });
     s.push({label: 'client ops/s', dash: true, color: '#555', values: col(rows, function (d) { return d.client_ops_per_sec; })});
-    chart(grid, {id: 'server-rps', title: 'Server: requests per second by type', x: x, series: s, unit: 'per second', join: true});
+    chart(grid, {id: 'server-rps', title: 'Server: requests per second by type', x: x, series: s, unit: 'per second'});
     var groups = view.server_charts || [];
     view.phases.forEach(function (p) { if (p.server_charts && p.server_charts.length) { groups = p.server_charts; } });
     groups.forEach(function (g) {
       var keys = g.keys.filter(function (k) { return has(rows, function (d) { return d[k]; }); });
       if (keys.length) {
-        chart(grid, {id: g.kind, title: g.title, x: x, unit: g.unit, join: true,
-                     series: keys.map(function (k) { return {label: k, values: col(rows, function (d) { return k in d ? d[k] : null; })}; })});
+        chart(grid, {id: g.kind, title: g.title, x: x, unit: g.unit,
+                     series: keys.map(function (k) { return {label: k, values: col(rows, sampled(function (d) { return k in d ? d[k] : null; }))}; })});
       }
     });
   }
@@ -443,7 +445,8 @@
               inked: inked(u.ctx.canvas),
               series: u.series.slice(1).map(function (s, i) {
                 return {label: s.label, dash: !!s.dash, values: u.data[i + 1].filter(function (v) {
-                  return v !== null && v !== undefined; }).length};
+                  return v !== null && v !== undefined; }).length, joined: !!s.spanGaps,
+                  gaps: u.data[i + 1].filter(function (v) { return v === null; }).length};
               })};
     });
   };

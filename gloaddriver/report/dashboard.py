@@ -136,7 +136,7 @@ def phase_view(p, offset):
     sm = p.get('server_metrics') or {}
     sc = p.get('syscalls') or {}
     return {
-        'name': p['name'], 'offset': round(offset, 4), 'seconds': p.get('seconds'),
+        'name': text.round_name(p), 'offset': round(offset, 4), 'seconds': p.get('seconds'),
         'open_loop': bool(p.get('rate')),
         'rows': [view_row(r, rate) for r in p.get('timeline') or ()],
         'server': [server_row(d, d['t']) for d in sm.get('intervals') or ()],
@@ -223,7 +223,7 @@ def view(result):
         'started': m.get('started', ''),
         'merged_from': m.get('merged_from'),
         'verdict': _verdict(result),
-        'columns': [c[0] for c in text.COLUMNS],
+        'columns': [c[0] for c in text.columns(result)],
         'table': [[is_op, cells] for is_op, cells in text.summary_rows(result)],
         'phases': phases,
         'manifest': json.dumps(m, indent=2, sort_keys=True),

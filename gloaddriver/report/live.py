@@ -14,7 +14,8 @@ rates and gauges of the same interval. The same figures go out three ways:
 * StatsD lines, ``PREFIX[.shard_I].PHASE.client.OP.METRIC:VALUE|g`` (counts as
   ``|c``) over UDP (``statsd_lines``);
 * a Prometheus/OpenMetrics endpoint whose gauges are the last closed interval and
-  whose counters are the phase's totals so far (``prometheus_families``).
+  whose counters are the phase's totals so far (``prometheus_families``), and the
+  same families pushed to a Pushgateway each interval (``--prometheus-push``).
 
 The op of a one-op phase is its op (``insert``); a mix has ``all`` for the whole
 phase and one block per op, as in the CSV stats file. Formatting is pure and
@@ -32,10 +33,14 @@ from gloaddriver.py23 import clock
 from gloaddriver.measure import client_bound, procfs, stats
 from gloaddriver.measure.window import cpu_seconds
 
-PERCENTILES = ('p50', 'p90', 'p95', 'p99', 'p999', 'max')
-# Prometheus quantile label of each percentile (max is the 1 quantile).
-QUANTILES = (('p50', '0.5'), ('p90', '0.9'), ('p95', '0.95'), ('p99', '0.99'),
-             ('p999', '0.999'), ('max', '1'))
+
+def _quantiles():
+    """(latency key, Prometheus quantile label) of every percentile the latency blocks
+    hold (today's and --percentiles'), then max as quantile 1."""
+    return [(key, '%g' % (pct / 100.0)) for key, pct in stats.measured_percentiles()] + \
+        [('max', '1')]
+
+
 _NOT_GAUGES = ('rps', 'counts', 'late', 'server_restarted')
 
 
@@ -166,7 +171,7 @@ def _metrics(fig):
                 out.append((op + k, b[k], False))
         for k in ('attempted', 'ok', 'errors'):
             out.append((op + k, b[k], True))
-        for p in PERCENTILES:
+        for p, _q in _quantiles():
             if b['latency_us'].get(p) is not None:
                 out.append((op + 'latency_us.' + p, b['latency_us'][p], False))
         if b.get('syscalls_per_op') is not None:
@@ -233,7 +238,7 @@ def prometheus_families(fig, prefix, shard):
            'latency of the successful ops of the last interval (quantile 1: the max)',
            per_op + ['quantile'],
            [((phase, b['op'], q), b['latency_us'][p] / 1e6) for b in blocks
-            for p, q in QUANTILES if b['latency_us'].get(p) is not None])
+            for p, q in _quantiles() if b['latency_us'].get(p) is not None])
     family(GaugeMetricFamily, 'client_syscalls_per_op',
            'system calls of the driver process per op in the last interval', per_op,
            [((phase, b['op']), b['syscalls_per_op']) for b in blocks
@@ -313,6 +318,15 @@ class Sink(object):
                 self.outputs.append(self.prometheus)
             else:
                 self.prometheus = None
+            self.push = None
+            if live.push is not None:
+                import socket
+                grouping = {'instance': socket.gethostname()}
+                if shard:
+                    grouping['shard'] = '%d' % shard[0]
+                self.push = send.PrometheusPush(live.push, prometheus_name(live.prefix),
+                                                grouping)
+                self.outputs.append(self.push)
         except BaseException:
             self.close(quiet=True)
             raise
@@ -336,6 +350,8 @@ class Sink(object):
                 self.graphite.put(graphite_lines(fig, self.base, now).encode('utf-8'))
             if self.statsd is not None:
                 self.statsd.put(statsd_lines(fig, self.base).encode('utf-8'))
+            if self.push is not None:
+                self.push.put(fig['phase'], prometheus_families(fig, self.prefix, self.shard))
         except Exception as e:   # a bug here must not stop the ticker: counted, said at the end
             self.failures += 1
             if self.first_failure is None:

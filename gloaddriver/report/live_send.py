@@ -276,3 +276,79 @@ class _Collector(object):
 
     def collect(self):
         return iter(self._families())
+
+
+PUSH_TIMEOUT = 2.0    # seconds one push to a Pushgateway may take
+PUSH_FLUSH = 5.0      # at the end: how long the last push may take to go out
+
+
+class PrometheusPush(object):
+    """``--prometheus-push URL``: each interval's families pushed to a Prometheus
+    Pushgateway (prometheus_client's ``push_to_gateway``: a PUT that replaces the group),
+    for jobs too short for a scraper. One group per phase (job PREFIX, instance this
+    host, phase, and shard when sharded), so that every phase's last figures stay on the
+    gateway after the run. A greenlet of its own pushes; an interval that comes while a
+    push is out replaces the one waiting (the gateway keeps only the newest anyway); a
+    push that fails is counted with its reason and said at the end."""
+
+    def __init__(self, url, job, grouping):
+        try:
+            from prometheus_client import push_to_gateway
+        except ImportError:
+            raise errors.SetupError('--prometheus-push needs the prometheus_client package '
+                                    '(pip install prometheus_client)')
+        self._push = push_to_gateway
+        self.url = url
+        self.job = job
+        self.grouping = grouping
+        self.offered = 0
+        self.pushed = 0
+        self.dropped = {}
+        self._pending = None
+        self._wake = Event()
+        self._busy = False
+        self._greenlet = spawn_named('live-prometheus-push', self._run)
+
+    def __str__(self):
+        return 'prometheus push %s' % self.url
+
+    def put(self, phase, families):
+        """The newest interval of ``phase`` (its metric families); never waits."""
+        self.offered += 1
+        self._pending = (phase, families)
+        self._wake.set()
+
+    def _run(self):
+        from prometheus_client import CollectorRegistry
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while self._pending is not None:
+                (phase, families), self._pending = self._pending, None
+                self._busy = True
+                registry = CollectorRegistry(auto_describe=False)
+                registry.register(_Collector(lambda fams=families: fams))
+                try:
+                    self._push(self.url, job=self.job, registry=registry,
+                               grouping_key=dict(self.grouping, phase=phase),
+                               timeout=PUSH_TIMEOUT)
+                    self.pushed += 1
+                except Exception as e:   # (urllib's errors differ on 2.7 and 3.x)
+                    why = reason(getattr(e, 'reason', None) or e)
+                    self.dropped[why] = self.dropped.get(why, 0) + 1
+                finally:
+                    self._busy = False
+
+    def close(self):
+        """Let the last push go out (PUSH_FLUSH at most), stop; a note on drops, or None."""
+        with gevent.Timeout(PUSH_FLUSH, False):
+            while self._pending is not None or self._busy:
+                gevent.sleep(0.01)
+        self._greenlet.kill()
+        if self._pending is not None:
+            self.dropped['not pushed by the end of the run'] = 1
+        n = sum(self.dropped.values())
+        if not n:
+            return None
+        why = ', '.join('%s: %d' % kv for kv in sorted(self.dropped.items()))
+        return '%s: %d pushes failed, %d went through (%s)' % (self, n, self.pushed, why)

@@ -16,10 +16,13 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import io
 import json
+import os
 import sys
+import time
 
 from gloaddriver import errors
-from gloaddriver.measure import run_result
+from gloaddriver.measure import flamegraph, run_result
+from gloaddriver.report import text
 
 SKIP_MANIFEST = ('started', 'argv', 'executable', 'hostname')
 
@@ -52,7 +55,7 @@ def manifest_differences(results):
             if len(set(json.dumps(f.get(k), sort_keys=True) for f in flats)) > 1]
 
 
-def compare(paths, out=None):
+def compare(paths, out=None, diff_dir=None):
     out = out or sys.stdout
     results = [load(p) for p in paths]
     names = [p['name'] for p in results[0]['phases']]
@@ -71,7 +74,8 @@ def compare(paths, out=None):
             rate = p.get('ops_per_sec') or 0
             base = rate if base is None else base
             lat = p['latency_us']
-            out.write(fmt % (name, chr(65 + i), '{:,}'.format(int(rate)), _n(lat.get('p50')),
+            # ops/s rounded as the run's table rounds it (text.count): one figure, one text.
+            out.write(fmt % (name, chr(65 + i), text.count(rate), _n(lat.get('p50')),
                              _n(lat.get('p95')), _n(lat.get('p99')), _n(lat.get('p999')),
                              _f(p['syscalls'].get('per_op')),
                              _f(p['batching'].get('requests_per_send'), 1),
@@ -84,12 +88,95 @@ def compare(paths, out=None):
         for k, vals in diffs:
             out.write('  %-34s %s\n' % (k, ' | '.join('%s: %s' % (chr(65 + i), v)
                                                       for i, v in enumerate(vals))))
+    flamegraph_moves(results, out, diff_dir)
     return 0
+
+
+FLAMEGRAPHS = (('flamegraph', 'client'), ('server_flamegraph', 'server'))
+
+
+def flamegraph_moves(results, out, diff_dir=None):
+    """Where each later file's CPU went against the first's, phase by phase and side by
+    side: the frames whose share of samples moved most (shares, so runs of any length
+    compare), and with ``diff_dir`` flamegraph.pl's differential input per pair."""
+    first = dict((p['name'], p) for p in results[0]['phases'])
+    for i, r in enumerate(results[1:], 1):
+        for p in r['phases']:
+            for key, side in FLAMEGRAPHS:
+                a, b = (first.get(p['name']) or {}).get(key), p.get(key)
+                if not (a and b and a['samples'] and b['samples']):
+                    continue
+                out.write('%s: %s CPU, A against %s (share of samples, inclusive):\n'
+                          % (p['name'], side, chr(65 + i)))
+                a, b = flamegraph.comparable(a['stacks']), flamegraph.comparable(b['stacks'])
+                for frame, sa, sb in flamegraph.frame_deltas(a, b):
+                    out.write('  %+6.1f%%  %5.1f%% -> %5.1f%%  %s\n'
+                              % (100 * (sb - sa), 100 * sa, 100 * sb, frame))
+                if diff_dir:
+                    path = os.path.join(diff_dir, 'diff.%s.%s.%s.folded'
+                                        % (side, p['name'], chr(65 + i)))
+                    flamegraph.write_differential(a, b, path)
+                    out.write('  wrote %s (flamegraph.pl %s > diff.svg)\n' % (path, path))
 
 
 def merge(results):
     """One result from shards that ran together (measure.run_result.merge)."""
     return run_result.merge(results)
+
+
+# What shards of one run share: the workload each ran its share of.
+SHARED = ('backend', 'greenlets', 'phases', 'keys', 'distribution', 'value_size',
+          'ops_per_phase', 'duration_per_phase', 'stages', 'workload_file')
+
+
+def check_shards(results, paths):
+    """Refuse (ConfigError, one line) results that are not shards of one run: the same
+    workload, --shard I/N indices of one N with none twice, and each phase's windows
+    overlapping (shards run at the same time: their rates add up only then)."""
+    names = [chr(65 + i) for i in range(len(results))]
+    manifests = [r['manifest'] for r in results]
+    problems = []
+    for key in SHARED:
+        values = [json.dumps(m.get(key), sort_keys=True) for m in manifests]
+        if len(set(values)) > 1:
+            problems.append('%s differs (%s)' % (key, ', '.join(
+                '%s: %s' % (n, v) for n, v in zip(names, values))))
+    shards = [m.get('shard') for m in manifests]
+    if None in shards:
+        problems.append('%s ran without --shard I/N' % ', '.join(
+            n for n, s in zip(names, shards) if s is None))
+    else:
+        split = [tuple(int(x) for x in s.split('/')) for s in shards]
+        if len(set(n for _i, n in split)) > 1:
+            problems.append('the shards are of different counts (%s)' % ', '.join(shards))
+        elif len(set(split)) < len(split):
+            problems.append('a shard is there twice (%s)' % ', '.join(shards))
+    problems.extend(_apart(results, names))
+    if problems:
+        listed = ', '.join('%s: %s' % (n, p) for n, p in zip(names, paths))
+        raise errors.ConfigError('gloaddriver merge: these are not shards of one run: %s '
+                                 '(%s). Merge adds up shards that ran the same workload at '
+                                 'the same time; compare shows runs side by side'
+                                 % ('; '.join(problems), listed))
+
+
+def _apart(results, names):
+    """The phases whose parts' measured windows did not overlap."""
+    out = []
+    for name in sorted(set(p['name'] for r in results for p in r['phases'])):
+        windows = []
+        for n, r in zip(names, results):
+            for p in r['phases']:
+                if p['name'] == name and p.get('started_unix') is not None:
+                    windows.append((n, p['started_unix'], p['started_unix'] + p['seconds']))
+        if len(windows) > 1 and max(w[1] for w in windows) >= min(w[2] for w in windows):
+            out.append('phase %s did not run at the same time (%s)' % (name, ', '.join(
+                '%s %s-%s' % (n, _hms(a), _hms(b)) for n, a, b in windows)))
+    return out
+
+
+def _hms(unix):
+    return time.strftime('%H:%M:%S', time.gmtime(unix)) + ('%.1f' % (unix % 1))[1:]
 
 
 def _n(v):
@@ -106,8 +193,16 @@ def main(command, argv):
         ap = argparse.ArgumentParser(prog='gloaddriver compare',
                                      description='compare result files side by side')
         ap.add_argument('files', nargs='+')
+        ap.add_argument('--flamegraph-diff', metavar='DIR', default=None,
+                        help='write DIR/diff.<side>.<phase>.<B>.folded: each stack with its '
+                             "samples in A and in B, flamegraph.pl's differential input")
         args = ap.parse_args(argv)
-        return compare(args.files)
+        if args.flamegraph_diff and not os.path.isdir(args.flamegraph_diff):
+            try:
+                os.makedirs(args.flamegraph_diff)
+            except OSError as e:
+                raise errors.ConfigError('--flamegraph-diff %s: %s' % (args.flamegraph_diff, e))
+        return compare(args.files, diff_dir=args.flamegraph_diff)
     if command == 'html':
         ap = argparse.ArgumentParser(prog='gloaddriver html',
                                      description='an HTML report from a result file')
@@ -124,6 +219,7 @@ def main(command, argv):
     ap.add_argument('--csv', default=None, metavar='PREFIX',
                     help='write the merged result as PREFIX_stats/history/failures.csv')
     args = ap.parse_args(argv)
-    output.write(merge([load(p) for p in args.files]), args.json, args.html,
-                 csv_prefix=args.csv)
+    loaded = [load(p) for p in args.files]
+    check_shards(loaded, args.files)
+    output.write(merge(loaded), args.json, args.html, csv_prefix=args.csv)
     return 0

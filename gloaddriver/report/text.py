@@ -9,25 +9,62 @@ import io
 import json
 import re
 
-COLUMNS = (
-    ('phase', '%-{w}s', lambda p: p['name']),
+from gloaddriver.measure import stats
+
+_COUNTS = (
+    ('phase', '%-{w}s', lambda p: round_name(p)),
     ('attempted', '%10s', lambda p: _n(p['attempted'])),
     ('ok', '%10s', lambda p: _n(p['ok'])),
     ('failed', '%7s', lambda p: _n(p['failed'])),
     ('t/o', '%5s', lambda p: _n(p['timed_out'])),
     ('ops/s', '%9s', lambda p: _n(p['ops_per_sec'])),
-    ('p50us', '%7s', lambda p: _n(p['latency_us']['p50'])),
-    ('p90us', '%7s', lambda p: _n(p['latency_us']['p90'])),
-    # .get: result files from before p95 was measured have none
-    ('p95us', '%7s', lambda p: _n(p['latency_us'].get('p95'))),
-    ('p99us', '%7s', lambda p: _n(p['latency_us']['p99'])),
-    ('p99.9us', '%8s', lambda p: _n(p['latency_us']['p999'])),
+)
+_REST = (
     ('maxus', '%8s', lambda p: _n(p['latency_us']['max'])),
     ('cpuus/op', '%8s', lambda p: _f(p.get('cpu_us_per_op'), 1)),
     ('sys/op', '%7s', lambda p: _f(p['syscalls'].get('per_op'))),
     ('net/op', '%7s', lambda p: _f(p['syscalls'].get('network_per_op'))),
     ('req/send', '%8s', lambda p: _f(p['batching'].get('requests_per_send'), 1)),
 )
+
+
+def round_name(p):
+    """A phase's name; a round of --repeat has its number: ``insert #2``."""
+    return p['name'] + (' #%d' % p['repeat'] if p.get('repeat') else '')
+
+
+def repeat_lines(result):
+    """--repeat N: per phase, the median of the rates and the chosen percentiles, with the
+    best and worst round and the spread between them."""
+    rep = result.get('repeat')
+    if not rep:
+        return []
+    pcts = result['manifest'].get('percentiles') or stats.DEFAULT_PERCENTILES
+    shown = [('ops_per_sec', 'ops/s')] + [(stats.percentile_key(p), stats.percentile_label(p)
+                                           + 'us') for p in pcts] + [('max', 'maxus')]
+    lines = ['repeat: %d of %d rounds ran; median (best .. worst, spread as %% of the median):'
+             % (rep['ran'], rep['rounds'])]
+    for p in rep['phases']:
+        figs = p['figures']
+        parts = ['%s %s (%s .. %s, %s)' % (
+            label, _n(figs[key]['median']), _n(figs[key]['best']), _n(figs[key]['worst']),
+            '-' if figs[key]['spread_pct'] is None else '%.1f%%' % figs[key]['spread_pct'])
+            for key, label in shown if key in figs]
+        lines.append('  %s: %s' % (p['name'], '; '.join(parts)))
+    return lines
+
+
+def _percentile_column(pct):
+    key = stats.percentile_key(pct)
+    # .get: result files from before p95 was measured have none
+    return (stats.percentile_label(pct) + 'us', '%7s', lambda p: _n(p['latency_us'].get(key)))
+
+
+def columns(result):
+    """The table's columns: the counts, the percentiles the run chose (--percentiles, in
+    its manifest; today's set for files without it), then max and the per-op costs."""
+    pcts = result['manifest'].get('percentiles') or stats.DEFAULT_PERCENTILES
+    return _COUNTS + tuple(_percentile_column(p) for p in pcts) + _REST
 
 
 def _n(v):
@@ -57,12 +94,14 @@ def headline(result):
 
 
 def summary_rows(result):
-    """(is_op, cells): a row per phase, then one per op of a mix; cells as COLUMNS shows them."""
+    """(is_op, cells): a row per phase, then one per op of a mix; cells as ``columns``
+    shows them."""
+    cols = columns(result)
     for p in result['phases']:
-        yield False, [get(p) for _name, _fmt, get in COLUMNS]
+        yield False, [get(p) for _name, _fmt, get in cols]
         for op, sub in sorted(p.get('ops', {}).items()):
             sub = dict(sub, name=op, syscalls={}, batching={})
-            yield True, [get(sub) for _name, _fmt, get in COLUMNS]
+            yield True, [get(sub) for _name, _fmt, get in cols]
 
 
 def table(result):
@@ -77,11 +116,12 @@ def table(result):
     # Each column as wide as its widest cell (a long phase or op name, a big count),
     # at least as its format says: the columns stay aligned whatever the names.
     fmts = []
-    for i, (name, fmt, _get) in enumerate(COLUMNS):
+    cols = columns(result)
+    for i, (name, fmt, _get) in enumerate(cols):
         width = max([int(re.sub(r'\D', '', fmt) or 7), len(name)] +
                     [len(r[i]) for r in rows])
         fmts.append(('%-' if fmt.startswith('%-') else '%') + str(width) + 's')
-    lines.append('  '.join(fmt % name for (name, _f, _g), fmt in zip(COLUMNS, fmts)))
+    lines.append('  '.join(fmt % name for (name, _f, _g), fmt in zip(cols, fmts)))
     for cells in rows:
         lines.append('  '.join(fmt % cell for fmt, cell in zip(fmts, cells)))
     for p in result['phases']:
@@ -112,6 +152,9 @@ def table(result):
         for p in result['phases']:
             lines.extend(profile_lines(p))
     for p in result['phases']:
+        for key in FLAMEGRAPH_KEYS:
+            lines.extend(flamegraph_lines(p, key))
+    for p in result['phases']:
         r = p.get('rate')
         if r:
             svc = p['service_time_us']
@@ -134,6 +177,7 @@ def table(result):
         lines.append('faults injected: ' + ', '.join(fault_text(f) for f in result['faults']))
     if result.get('verify'):
         lines.extend(verify_lines(result['verify']))
+    lines.extend(repeat_lines(result))
     if result.get('aborted'):
         lines.append('ABORTED: %s' % result['aborted'])
     for w in result.get('warnings') or ():
@@ -278,6 +322,31 @@ def write_json(result, path):
     text = to_json(result)
     with io.open(path, 'w', encoding='utf-8') as f:
         f.write(text if isinstance(text, type(u'')) else text.decode('utf-8'))
+
+
+FLAMEGRAPH_KEYS = ('flamegraph', 'server_flamegraph')
+
+
+def flamegraph_lines(phase, key):
+    """A phase's flame graph in a few lines: its samples, the sampler's own CPU (the
+    overhead: on another core, not the driver's), the frames most on top, its files."""
+    fg = phase.get(key)
+    if not fg:
+        return []
+    side = 'server' if key.startswith('server') else 'client'
+    cpu = fg.get('sampler_cpu_share')
+    out = ['%s: %s flame graph, %s samples at %s Hz by %s%s' % (
+        phase['name'], side, _n(fg['samples']), fg['rate'], fg['sampler'],
+        '' if cpu is None else ' (which used %.1f%% of a core)' % (100.0 * cpu))]
+    if fg.get('note'):
+        out.append('  note: %s' % fg['note'])
+    for f in fg['top'][:5]:
+        out.append('  %5.1f%% own %5.1f%% incl  %s' % (100.0 * (f['own_share'] or 0),
+                                                      100.0 * (f['total_share'] or 0),
+                                                      f['frame']))
+    for path in fg['files']:
+        out.append('  wrote %s' % path)
+    return out
 
 
 def profile_lines(phase):

@@ -24,6 +24,8 @@ from __future__ import absolute_import, division, print_function
 
 import operator
 
+from gloaddriver.report import text
+
 _OPS = {'<': operator.lt, '<=': operator.le, '>': operator.gt, '>=': operator.ge}
 
 
@@ -41,9 +43,31 @@ def _measure(block, cond):
     return block.get(metric)
 
 
+def holds(cond, value):
+    """Whether a measured value meets the condition (a value in the limit's units)."""
+    return _OPS[cond['cmp']](value, cond['limit'])
+
+
+def _abort_verdicts(result):
+    """A verdict for each @abort condition that broke on its sliding window and stopped
+    the run (run/abort.py): failed, whatever the whole phase's figure says."""
+    out = []
+    for p in result['phases']:
+        broke = p.get('threshold_abort')
+        if broke:
+            out.append({'condition': broke['condition'],
+                        'phase': p['name'] + ('.%s' % broke['op'] if broke['op'] else ''),
+                        'value': broke['value'], 'limit': broke['limit'], 'held': False,
+                        'unit': broke['unit'],
+                        'why': 'broke over the last %.1f s at %.1f s: the run stopped early'
+                               % (broke['window_seconds'], broke['at_seconds'])})
+    return out
+
+
 def evaluate(conditions, result):
-    """One verdict per condition and phase (or op) it judges."""
-    verdicts = []
+    """One verdict per condition and phase (or op) it judges; first, each @abort
+    condition that broke while the run went."""
+    verdicts = _abort_verdicts(result)
     for cond in conditions:
         blocks = []
         for p in result['phases']:
@@ -52,15 +76,18 @@ def evaluate(conditions, result):
             if cond['op'] is not None:
                 sub = p.get('ops', {}).get(cond['op'])
                 if sub is not None:
-                    blocks.append(('%s.%s' % (p['name'], cond['op']), sub))
+                    blocks.append(('%s.%s%s' % (p['name'], cond['op'], ' #%d' % p['repeat']
+                                                if p.get('repeat') else ''), sub))
             else:
-                blocks.append((p['name'], p))
+                # A round of --repeat is judged on its own: insert #2.
+                blocks.append((p['name'] + (' #%d' % p['repeat'] if p.get('repeat') else ''),
+                               p))
         if not blocks:
             verdicts.append({'condition': cond['text'], 'phase': None, 'value': None,
                              'held': False, 'why': 'no phase or op of that name ran'})
         for name, block in blocks:
             value = _measure(block, cond)
-            held = value is not None and _OPS[cond['cmp']](value, cond['limit'])
+            held = value is not None and holds(cond, value)
             # Reported in the condition's own unit: p95<2 is judged, and shown, in ms.
             scale = cond['scale']
             verdicts.append({'condition': cond['text'], 'phase': name,
@@ -76,7 +103,7 @@ def lines(verdicts):
     out = []
     for v in verdicts:
         value = '-' if v['value'] is None else (
-            '{:,}'.format(int(v['value'])) if v['value'] >= 100 else '%.3g' % v['value'])
+            text.count(v['value']) if v['value'] >= 100 else '%.3g' % v['value'])
         out.append('threshold %-22s %-7s %s%s' % (
             v['condition'], 'held' if v['held'] else 'FAILED',
             '%s: %s%s' % (v['phase'], value, ' ' + v['unit'] if v.get('unit') else '')

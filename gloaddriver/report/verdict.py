@@ -8,7 +8,8 @@ from gloaddriver import errors
 def judge(result):
     """(exit code, why) of a result: 0 when every op succeeded; 1 when any failed,
     timed out, the run was aborted or --verify found an acknowledged write lost; 4
-    when a --fail-if threshold failed; 130 when interrupted. The one place the exit
+    when a --fail-if threshold failed or an @abort one stopped the run; 130 when
+    interrupted. The one place the exit
     code is decided (the stderr line and the HTML banner both say ``why``)."""
     aborted = result.get('aborted')
     if aborted == errors.INTERRUPTED or (isinstance(aborted, list) and
@@ -19,6 +20,12 @@ def judge(result):
         # Before the thresholds: no latency target makes up for data that is gone.
         return errors.EXIT_OPS_FAILED, ('%d acknowledged writes were lost (--verify, see above)'
                                         % lost)
+    stopped = [p['threshold_abort'] for p in result['phases'] if p.get('threshold_abort')]
+    if stopped:
+        # An @abort threshold stopped the run: a threshold verdict, not a failed run.
+        return errors.EXIT_THRESHOLD, ('threshold %s broke in phase %s and stopped the run '
+                                       '(see above)' % (stopped[0]['condition'],
+                                                        stopped[0]['phase']))
     if 'thresholds' in result and not aborted:
         # With --fail-if the thresholds alone judge the run.
         failed = [v for v in result['thresholds'] if not v['held']]

@@ -20,7 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 import gevent
 
-from gloaddriver import errors
+from gloaddriver import converters, errors
 from gloaddriver.py23 import clock, spawn_named
 
 RETURNS = ('start', 'restart', 'cont', 'promote')
@@ -34,6 +34,17 @@ class Injector(object):
         self._greenlet = None
         self._t0 = None
         self._on_return = None
+        for f in converters.left_down(faults):
+            if f.target not in (None, 'leader'):
+                continue     # the writes go on to the leader
+            # Said before the first op: a user who forgot start@ would otherwise watch
+            # --outage-limit of failures before the run aborts.
+            errors.say('note: --fault %s@%gs leaves the %s %s: nothing in the schedule '
+                       'brings it back (add %s@TIME), so from then on ops fail until the '
+                       'phase ends or --outage-limit aborts the run'
+                       % (f.action, f.at, f.target or 'server',
+                          'killed' if f.action == 'kill' else 'paused',
+                          'start' if f.action == 'kill' else 'cont'))
 
     def begin(self, on_return=None):
         """Start the schedule now (the first phase's start); idempotent."""

@@ -34,6 +34,33 @@ class Profiling(Listener):
         result['profile'] = self.profiler.save(phase.name)
 
 
+class FlameGraphs(Listener):
+    """--flamegraph / --server-flamegraph: a sampler per side (run.sampler), started
+    inside the window and told to stop when the workers return; its files are written
+    and its section added in ``end``, after the counters were read. The session gives
+    it to the run last (``Run(listeners=...)``): the samplers start when every other
+    part is ready and stop first."""
+
+    def __init__(self, samplers):
+        self.samplers = samplers   # {result key: sampler}
+
+    def start(self, phase):
+        for s in self.samplers.values():
+            s.prepare(phase.name)
+
+    def opened(self, phase):
+        for s in self.samplers.values():
+            s.start(phase.name)
+
+    def closing(self, phase):
+        for s in self.samplers.values():
+            s.stop()
+
+    def end(self, phase, result):
+        for key, s in self.samplers.items():
+            result[key] = s.save(phase.name)
+
+
 class Faults(Listener):
     """--fault: the schedule starts with the first phase; each phase lists the actions
     taken in its window. ``on_return`` hears when the server came back."""
@@ -127,21 +154,27 @@ class Progress(Listener):
         self.out = out
 
     def interval(self, phase, row, notes):
-        n = row['attempted']
-        sys_op = ('%.2f' % (row['syscalls'] / n)) if (row['syscalls'] is not None and n) else '-'
-        p99 = row['latency_us']['p99'] or 0
         watch = phase.budget.watch
-        down = ' | OUTAGE' if watch is not None and watch.active else ''
-        if 'target' in row:   # --stages
-            down = (' | target %d, active %d' % (row['target'], row['active'])
-                    if 'active' in row else ' | target %s ops/s' % '{:,}'.format(
-                        int(row['target']))) + down
-        self.out.write(
-            '%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s%s%s\n'
-            % (row['t'], phase.name, '{:,}'.format(int(n / row['seconds']))
-               if row['seconds'] > 0 else '-', '{:,}'.format(p99), row['errors'], sys_op,
-               notes['server_line'], down))
+        self.out.write(progress_line(phase.name, row, notes['server_line'],
+                                     watch is not None and watch.active) + '\n')
         self.out.flush()
+
+
+def progress_line(name, row, server_line='', outage=False):
+    """The progress line of a timeline row: the one place its format is written (the
+    docs' examples of it are checked against this, tests/unit/test_docs.py)."""
+    n = row['attempted']
+    sys_op = ('%.2f' % (row['syscalls'] / n)) if (row['syscalls'] is not None and n) else '-'
+    p99 = row['latency_us']['p99'] or 0
+    down = ' | OUTAGE' if outage else ''
+    if 'target' in row:   # --stages
+        down = (' | target %d, active %d' % (row['target'], row['active'])
+                if 'active' in row else ' | target %s ops/s' % '{:,}'.format(
+                    int(row['target']))) + down
+    return ('%7.1fs %-7s %9s ops/s  p99 %7s us  errors %d  syscalls/op %s%s%s'
+            % (row['t'], name, '{:,}'.format(int(n / row['seconds']))
+               if row['seconds'] > 0 else '-', '{:,}'.format(p99), row['errors'], sys_op,
+               server_line, down))
 
 
 def checksummed(fn, st):
@@ -217,6 +250,11 @@ def for_run(config, profiler=None, faults=None, server_metrics=None, ledger=None
         out.append(stages.Stages(config.load.stages, config.load.greenlets))
     if live is not None:
         out.append(Live(live))
+    if any(c['abort'] for c in config.output.fail_if or ()):
+        # After the live outputs: the row that breaks a threshold still goes out.
+        from gloaddriver.run.abort import AbortOnFail
+        out.append(AbortOnFail(config.output.fail_if, config.output.abort_window,
+                               config.output.abort_grace))
     if progress is not None and config.output.progress > 0:
         out.append(Progress(progress))
     return out

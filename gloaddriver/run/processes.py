@@ -29,7 +29,7 @@ READY = 'gloaddriver: ready to start'
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
                  '--fail-if': True, '--csv': True, '--prometheus-port': True, '--fault': True,
                  '--html': True, '--interval': True, '--rate': True, '--spawn-init': True,
-                 '--replicas': True, '--replication': True}
+                 '--replicas': True, '--replication': True, '--junit': True}
 
 
 def wait_for_start(start_at=None):
@@ -128,6 +128,8 @@ def run(config, argv, out=None):
         raise errors.ConfigError('--processes and --shard together are not supported yet: '
                                  'run one shard per host with --processes 1')
     kind.with_processes(config)
+    from gloaddriver.measure import stats
+    stats.choose_percentiles(config.output.percentiles)   # the merge's latency blocks
     n = load.processes
     server = injector = None
     tmp = tempfile.mkdtemp(prefix='gloaddriver-processes-')
@@ -139,6 +141,8 @@ def run(config, argv, out=None):
         base = _child_argv(argv) + ['--progress', '0', '--interval', str(config.output.interval),
                                     '--keys', str(load.keys), '--spawn-init=',
                                     '--no-spawn', '--processes', '1']
+        if load.phases[0].name == 'load':
+            base.append('--load')    # the load the parent chose for its spawned server
         if config.target.spawn:
             server = kind.spawn(config)
             extra, extra_env = kind.server_argv(server)
@@ -176,14 +180,15 @@ def run(config, argv, out=None):
         merged = run_result.merge(
             parts, aborted=errors.INTERRUPTED if interrupted else None, manifest=own,
             faults=injector.describe() if injector is not None else None, processes=parts)
-        output.write(merged, config.output.json, config.output.html, out, notes=[
+        failed = output.write(merged, config.output.json, config.output.html, out, notes=[
             '%d processes, merged: rates add up, percentiles from the summed histograms' % n],
-            fail_if=config.output.fail_if, csv_prefix=config.output.csv)
+            fail_if=config.output.fail_if, csv_prefix=config.output.csv,
+            junit_path=config.output.junit)
         for m in messages:
             sys.stderr.write(m + '\n')
         if interrupted or config.output.fail_if:
-            return output.exit_code(merged)
-        return max(codes)
+            return output.exit_code(merged, failed)
+        return max(codes + ([errors.EXIT_OPS_FAILED] if failed else []))
     finally:
         if injector is not None:
             injector.end()

@@ -209,12 +209,19 @@ class Run(object):
 
     def setup(self):
         """A workload file's setup(db), before the start (and the start barrier of
-        --processes: each process runs it, on its own connection)."""
+        --processes: each process runs it, on its own connection), then each worker's
+        on_start(db, worker)."""
         self._hook('setup')
+        self._each_worker('on_start')
 
-    def execute(self):
-        if self.load.warmup > 0:
+    def execute(self, repeat=None):
+        """The phases, once; ``repeat`` = (i, n) under --repeat N: the warmup goes before
+        the first round only, --verify and the workload file's on_stop and teardown
+        after the last (or one that was aborted), and each phase is marked with its round."""
+        i, n = repeat or (1, 1)
+        if self.load.warmup > 0 and i == 1:
             self._warmup()
+        start = len(self.phases)
         for index, spec in enumerate(self.load.phases):
             try:
                 self.phases.append(self._run_phase(index, spec))
@@ -225,14 +232,20 @@ class Run(object):
                 self.aborted = 'phase %s could not run: %s' % (spec.name, e)
             if self.aborted:
                 break
+        if n > 1:
+            for p in self.phases[start:]:
+                p['repeat'] = i
+        if i < n and not self.aborted:
+            return self.phases
         if self.ledger is not None and self.aborted != errors.INTERRUPTED:
             if self.faults is not None:
                 self.faults.wait()     # read back once the server is as the schedule left it
             self.verified = verify.read_back(self.ledger, self.backend)
-        try:
-            self._hook('teardown')
-        except errors.SetupError as e:   # the phases ran: report them, and say this
-            errors.say('note: %s' % e)
+        for hook, name in ((self._each_worker, 'on_stop'), (self._hook, 'teardown')):
+            try:
+                hook(name)
+            except errors.SetupError as e:   # the phases ran: report them, and say this
+                errors.say('note: %s' % e)
         return self.phases
 
     def interrupt(self):
@@ -259,6 +272,24 @@ class Run(object):
         except Exception as e:
             raise errors.SetupError('workload file %s: %s(db) failed: %s: %s'
                                     % (self.user.path, name, e.__class__.__name__, e))
+
+    def _each_worker(self, name):
+        """A workload file's on_start(db, worker) or on_stop(db, worker): every worker's at
+        once (as Locust's users start), each on its own client; the first failure raises."""
+        fn = getattr(self.user, name, None)
+        if fn is None:
+            return
+        # The worker's number in the whole run, as pgbench's client_id (shards of one size).
+        first = self.load.shard[0] * self.load.greenlets if self.load.shard else 0
+        calls = [spawn_named('%s-%d' % (name, w), _caught, fn, self.backend.client(w),
+                             first + w) for w in range(self.load.greenlets)]
+        gevent.joinall(calls)
+        for w, call in enumerate(calls):
+            e = call.value
+            if e is not None:
+                raise errors.SetupError('workload file %s: %s(db, %d) failed: %s: %s'
+                                        % (self.user.path, name, first + w,
+                                           e.__class__.__name__, e))
 
     def _warmup(self):
         """Unrecorded selects so the hub, connections and caches are warm."""
@@ -410,6 +441,16 @@ class Run(object):
                 budget.stop('no successful op for %.0f s (last error: %s); aborting the run'
                             % (now - last_ok, _last_sample(phase.ops)))
             self.hooks.interval(phase, row)
+
+
+def _caught(fn, *args):
+    """fn(*args) in a greenlet of its own: the exception it raised, or None (returned, so
+    gevent prints no traceback of its own)."""
+    try:
+        fn(*args)
+    except Exception as e:
+        return e
+    return None
 
 
 def _recent_p99(timeline):

@@ -6,13 +6,15 @@ Every error a user can cause ends here as one line and an exit code
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver import backends, errors
-from gloaddriver.measure import manifest, run_result
+from gloaddriver.backends.launcher import Launcher
+from gloaddriver.measure import manifest, run_result, stats
 from gloaddriver.measure.syscalls import SyscallCounter
 from gloaddriver.report import live as live_out
 from gloaddriver.report import output
 from gloaddriver.report import web as web_out
 from gloaddriver.run.faults import Injector
 from gloaddriver.run.interrupts import Interrupts
+from gloaddriver.run.listeners import FlameGraphs
 from gloaddriver.run.runner import Run
 
 
@@ -29,9 +31,54 @@ def _metrics(backend, server, period):
     return extend(metrics, period) if extend is not None else metrics
 
 
+def _samplers(config, server):
+    """{result key: sampler} of --flamegraph and --server-flamegraph (run.sampler), each
+    checked before the first op; an empty Samplers when neither is asked for."""
+    prof = config.profiling
+    out = Samplers()
+    if not (prof.flamegraph or prof.server_flamegraph):
+        return out
+    from gloaddriver.run import sampler
+    if prof.flamegraph:
+        client = sampler.ClientSampler(prof.flamegraph, prof.flamegraph_rate)
+        client.check()
+        out['flamegraph'] = client
+    if prof.server_flamegraph:
+        pid = prof.server_pid if server is None else server.proc.pid
+        recorder = sampler.ServerSampler(prof.server_flamegraph, prof.flamegraph_rate, pid)
+        why = recorder.check()
+        if why is None:
+            out['server_flamegraph'] = recorder
+        else:   # the run goes on: the server's graph is a view, not a figure
+            errors.say('note: no server flame graph: %s' % why)
+    if not out:
+        return out
+    out.launcher = Launcher()
+    for s in out.values():
+        s.launcher = out.launcher
+    return out
+
+
+class Samplers(dict):
+    """{result key: sampler} and the launcher that starts them (closed with the run)."""
+    launcher = None
+
+
+def _rounds(the_run, n):
+    """The phases, N times under --repeat N (one round after another, until one is
+    aborted); their results, every round's."""
+    phases = []
+    for i in range(1, n + 1):
+        phases = the_run.execute((i, n))
+        if the_run.aborted:
+            break
+    return phases
+
+
 def run(config, out=None):
     kind = backends.get(config.backend)
-    server = backend = counter = metrics = live = injector = web = None
+    stats.choose_percentiles(config.output.percentiles)
+    server = backend = counter = metrics = live = injector = web = samplers = None
     try:
         web = web_out.open(config)   # first: its URL is said before the server starts
         settings = {'kind': kind.name, 'spawned': False}
@@ -39,6 +86,8 @@ def run(config, out=None):
             server = kind.spawn(config)
             config = kind.target(config, server)
             settings = server.settings()
+        # The samplers' launcher too: py-spy and perf are then never ours.
+        samplers = _samplers(config, server)
         # Counters open after the spawn: the server and its launcher exist already, and
         # what the launcher starts later (a restart) is not a descendant of ours.
         counter = SyscallCounter(enable=config.output.syscalls)
@@ -60,12 +109,13 @@ def run(config, out=None):
             if config.target.faults:
                 injector = Injector(config.target.faults, server)
             the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics,
-                          live=sink, faults=injector)
+                          live=sink, faults=injector,
+                          listeners=[FlameGraphs(samplers)] if samplers else ())
             the_run.setup()
             from gloaddriver.run.processes import wait_for_start
             wait_for_start(config.load.start_at)   # begin together with the others
             with Interrupts(the_run.interrupt):
-                phases = the_run.execute()
+                phases = _rounds(the_run, config.load.repeat)
             aborted = the_run.aborted
             verified = the_run.verified
         if live is not None:
@@ -77,15 +127,18 @@ def run(config, out=None):
             manifest.build(config, kind, backend, settings, counter,
                            profiler.describe() if profiler is not None else None),
             phases, aborted, verify=verified,
-            faults=injector.describe() if injector is not None else None, live=dropped)
-        output.write(result, config.output.json, config.output.html, out,
-                     fail_if=config.output.fail_if, csv_prefix=config.output.csv)
+            faults=injector.describe() if injector is not None else None, live=dropped,
+            repeat=config.load.repeat)
+        failed = output.write(result, config.output.json, config.output.html, out,
+                              fail_if=config.output.fail_if, csv_prefix=config.output.csv,
+                              junit_path=config.output.junit)
         if web is not None:
             web.finish(result)
-        return output.exit_code(result)
+        return output.exit_code(result, failed)
     except (errors.GloadError, KeyboardInterrupt) as e:
         return errors.report_error(e)
     finally:
+        stats.choose_percentiles(None)    # what the process makes next is not this run's
         if injector is not None:
             injector.end()
         if live is not None:
@@ -98,5 +151,7 @@ def run(config, out=None):
             backend.close()
         if counter is not None:
             counter.close()
+        if samplers:
+            samplers.launcher.close()
         if server is not None:
             server.stop()

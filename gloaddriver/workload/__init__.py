@@ -2,14 +2,14 @@
 
 The vocabulary shared by the config, the runner and every backend. Values are
 those of the classic 1.5 KB key-value workload, ``string.printable[i % 100] * size``,
-always as text (unicode on 2.7) so both interpreters send and store identical bytes.
+always as text (unicode on 2.7) so both interpreters send and store identical bytes;
+their sizes may be a range or a weighted list (``sizes``).
 """
 from __future__ import absolute_import, division, print_function
 
-import string
 from collections import namedtuple
 
-from gloaddriver.py23 import text_type
+from gloaddriver.workload import keys, sizes
 
 # scan (YCSB E): the rows from a key on, 1 to MAX_SCAN of them; rmw (YCSB F):
 # read a row, then write it back changed (two round trips, one latency).
@@ -24,10 +24,11 @@ MAX_SCAN = 100
 Phase = namedtuple('Phase', 'name weights')
 
 
-def values(size):
-    """The 100 distinct values a run writes; key k gets values[k % 100]."""
-    chars = text_type(string.printable)
-    return [chars[i % 100] * size for i in range(100)]
+def values(size, seed=1):
+    """The values a run writes, key k gets values[k % len(values)]: for one size (an int,
+    or --value-size's ValueSize) the 100 classic ones; for a range or a list of sizes a
+    larger table drawn from ``seed`` (workload.sizes)."""
+    return sizes.table(size, keys.make_rng(seed, 'values'))
 
 
 def scan_length(key):

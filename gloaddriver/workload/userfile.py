@@ -7,11 +7,17 @@ The file is an ordinary module (2.7 and 3.x)::
     def setup(db):                              # optional: once, before the phases
         ...
 
+    def on_start(db, worker):                   # optional: each worker, before its first op
+        ...
+
     def op_browse(db, key, rnd):                # each op_NAME is an op type
         return db.select('items', [key])
 
     def op_checkout(db, key):                   # rnd is optional
         db.call('checkout', key)
+
+    def on_stop(db, worker):                    # optional: each worker, after its last op
+        ...
 
     def teardown(db):                           # optional: once, after the phases
         ...
@@ -26,6 +32,12 @@ judged like a built-in op's result: None is success, an empty result or False a
 miss, an exception a failure counted by its kind. Without WEIGHTS each op is a
 phase of its own, in the order of the file (``PHASES = [...]`` may reorder or
 repeat them); --phases and --mix choose among the ops as for built-in ones.
+
+``on_start`` and ``on_stop`` are Locust's: each worker's, with its own ``db`` and its
+number ``worker`` (0 up, unique across the processes of --processes), run side by side
+for all workers, on_start after setup and before the first phase, on_stop after the last
+phase and before teardown; neither is in any phase's figures. An on_start that raises
+stops the run before the first op (exit 3); an on_stop that raises is a note.
 
 The module is imported once per process. A file that cannot be imported, has no
 op_ function or a malformed WEIGHTS is one line naming the file (and line), exit 2.
@@ -47,14 +59,16 @@ _loaded = {}
 class UserWorkload(object):
     """The ops, weights and hooks of one workload file."""
 
-    def __init__(self, path, ops, weights, phases, setup, teardown):
+    def __init__(self, path, ops, weights, phases, hooks):
         self.path = path
         self.ops = ops            # {name: function}, in the file's order
         self.names = tuple(ops)
         self.weights = weights    # {name: weight} or None
         self.phases = phases      # names, or None
-        self.setup = setup
-        self.teardown = teardown
+        self.setup = hooks['setup']          # fn(db), or None; so are the others
+        self.teardown = hooks['teardown']
+        self.on_start = hooks['on_start']    # fn(db, worker)
+        self.on_stop = hooks['on_stop']
 
     def default_phases(self):
         """(phases text, mix text): what runs when neither --phases nor --mix is given."""
@@ -176,14 +190,15 @@ def load(path):
             raise errors.ConfigError('workload file %s: PHASES must list op names from %s; got %r'
                                      % (path, ', '.join(names), phases))
     hooks = {}
-    for hook in ('setup', 'teardown'):
+    for hook, args in (('setup', '(db)'), ('teardown', '(db)'), ('on_start', '(db, worker)'),
+                       ('on_stop', '(db, worker)')):
         fn = getattr(module, hook, None)
-        if fn is not None and (not callable(fn) or len(_params(fn)) != 1):
-            raise errors.ConfigError('%s: %s must be a function of one argument (db)'
-                                     % (_where(path, fn), hook))
+        if fn is not None and (not callable(fn) or len(_params(fn)) != args.count(',') + 1):
+            raise errors.ConfigError('%s: %s must be a function of %s'
+                                     % (_where(path, fn), hook, args))
         hooks[hook] = fn
     from collections import OrderedDict
     loaded = UserWorkload(path, OrderedDict(ops), weights, list(phases) if phases else None,
-                          hooks['setup'], hooks['teardown'])
+                          hooks)
     _loaded[key] = loaded
     return loaded

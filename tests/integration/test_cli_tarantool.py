@@ -111,11 +111,31 @@ def test_spawn_prints_progress_and_cleans_up(tmpdir):
     assert os.listdir(tmp) == []
 
 
+@pytest.mark.parametrize('extra,loaded', [([], True), (['--no-load'], False)])
+def test_a_mix_on_a_spawned_server_loads_its_keys_first_unless_told_not_to(extra, loaded):
+    rc, out, err, res = run_cli(['--spawn', '--mix', 'select=80,update=20', '--keys', '2000',
+                                 '--ops', '2000', '--greenlets', '5'] + extra)
+    assert rc == 0, err
+    names = [p['name'] for p in res['phases']]
+    mix = res['phases'][-1]
+    if loaded:
+        # said before the run, as YCSB's load phase: the mix then finds its keys
+        assert 'a load phase inserts the 2000 keys' in err and names == ['load', 'mix']
+        assert res['phases'][0]['ok'] == 2000 and mix['misses'] == 0
+    else:
+        assert 'load phase' not in err and names == ['mix']
+        assert mix['misses'] > 1000
+
+
 @pytest.mark.parametrize('args,rc,words', [
     (['--uri', '127.0.0.1:1'], 3, ['127.0.0.1:1', '--spawn']),
     (['--space', 'nope'], 3, ['nope', 'create']),
     (['--greenlets', '-3'], 2, ['--greenlets']),
     (['--mix', 'select=x'], 2, ['whole number']),
+    (['--uri', 'tarantool://127.0.0.1:1'], 3, ['127.0.0.1:1', '--spawn']),
+    (['--uri', 'http://127.0.0.1:1'], 2, ['tarantool://HOST:PORT']),
+    (['--uri', 'admin:secret@127.0.0.1:1'], 2, ['--user', 'GLOADDRIVER_PASSWORD']),
+    (['--uri', '127.0.0.1:1', '--spawn'], 2, ['--uri and --spawn exclude each other']),
 ])
 def test_bad_input_is_one_line_and_an_exit_code(tarantool, args, rc, words):
     server = None if '--uri' in args else tarantool
@@ -138,6 +158,14 @@ def test_wrong_password(tarantool, connector):
                                 env={'GLOADDRIVER_PASSWORD': 'not-it'})
     assert rc == 3 and 'Traceback' not in err and len(err.strip().splitlines()) == 1, err
     assert 'password' in err.lower() and 'not-it' not in err
+
+
+@pytest.mark.parametrize('connector', ['buffered', 'sync'])
+def test_a_user_given_no_password_is_told_so(tarantool, connector):
+    rc, out, err, res = run_cli(['--ops', '10', '--connector', connector], tarantool,
+                                env={'GLOADDRIVER_PASSWORD': ''})
+    assert rc == 3 and 'Traceback' not in err and len(err.strip().splitlines()) == 1, err
+    assert 'which was given no password' in err and 'set GLOADDRIVER_PASSWORD' in err, err
 
 
 def _finish_cli(p, path):

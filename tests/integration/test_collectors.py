@@ -229,3 +229,52 @@ def test_carbon_stores_the_graphite_lines_and_whisper_gives_back_the_json(tarant
             assert i < len(rows), (p['name'], pt, 'not a row, or out of order', rows)
             i += 1
         assert len(points) >= max(2, len(rows) - 2), (p['name'], points, rows)
+
+
+@pytest.mark.skipif(not _have('prometheus-pushgateway'), reason='no Pushgateway on this machine '
+                    '(apt-get install prometheus-pushgateway)')
+def test_a_pushgateway_keeps_each_phases_last_interval_after_a_short_run(tarantool, space):
+    from prometheus_client.parser import text_string_to_metric_families
+    gw = Collector('pushgateway')
+    port = free_port()
+    url = 'http://127.0.0.1:%d' % port
+    try:
+        gw.start([_have('prometheus-pushgateway'), '--web.listen-address=127.0.0.1:%d' % port])
+        _wait('pushgateway', lambda: urlopen(url + '/-/ready', timeout=2).getcode() == 200,
+              gw.proc, gw.log)
+        rc, _out, err, res = run_cli(
+            ['--space', space, '--ops', '0', '--duration', '2', '--phases', 'insert,select',
+             '--greenlets', '10', '--progress', '0.5', '--metrics-prefix', 'ci.load',
+             '--prometheus-push', url], tarantool)
+        assert rc == 0, err
+        assert 'pushes failed' not in err
+        assert_accounted(res)
+        text = urlopen(url + '/metrics', timeout=10).read().decode('utf-8')
+    finally:
+        gw.stop()
+    totals, pushed = {}, {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.labels.get('job') != 'ci_load':
+                continue
+            if s.name == 'ci_load_client_ops_total':
+                totals[s.labels['phase']] = s.value
+            if s.name == 'ci_load_phase_elapsed_seconds':
+                pushed[s.labels['phase']] = s.value
+    # One group per phase, kept after the run: its last interval is the phase's end, and
+    # its counter holds every op the phase attempted.
+    assert sorted(totals) == ['insert', 'select'], text[-3000:]
+    for p in res['phases']:
+        rows = p['timeline']
+        assert pushed[p['name']] == rows[-1]['t']
+        assert totals[p['name']] == sum(r['attempted'] for r in rows) == p['attempted']
+
+
+def test_a_pushgateway_that_is_not_there_costs_the_run_nothing(tarantool, space):
+    port = free_port()     # nobody listens
+    rc, _out, err, res = run_cli(
+        ['--space', space, '--ops', '2000', '--phases', 'insert', '--progress', '0.2',
+         '--prometheus-push', '127.0.0.1:%d' % port], tarantool)
+    assert rc == 0, err
+    assert_accounted(res)
+    assert 'prometheus push http://127.0.0.1:%d: ' % port in err and 'pushes failed' in err

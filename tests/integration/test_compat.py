@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from tests import result_schema
 from tests.integration.conftest import ROOT
 
 PY27 = os.path.join(ROOT, '.venv', 'py27', 'bin', 'python')
@@ -53,7 +54,12 @@ def compat(args, workdir):
     rows = {}
     if os.path.exists(out_json):
         with open(out_json) as f:
-            rows = dict((r['check'].split()[0], r) for r in json.load(f)['rows'])
+            data = json.load(f)
+        rows = dict((r['check'].split()[0], r) for r in data['rows'])
+        # Each side's results are results: the schema holds for them on both interpreters.
+        for side in ('A', 'B'):
+            for result in [data[side]] + data['rounds'][side]:
+                result_schema.validate(result)
     return p.returncode, out.decode(), err.decode(), rows
 
 

@@ -2,7 +2,6 @@
 headless Chromium while the run goes and after it ends."""
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import re
 import signal
@@ -19,6 +18,7 @@ except ImportError:   # Python 2
     from urllib2 import urlopen
 
 from gloaddriver.backends.spawn import free_port
+from tests import result_schema
 from tests.integration import browser
 from tests.integration.conftest import ROOT, assert_accounted, run_cli
 
@@ -114,7 +114,7 @@ def test_the_live_page_moves_during_the_run_and_ends_as_the_result(chromium, tmp
     assert p.returncode == 0, err
     assert 'live dashboard: %s' % url in err.splitlines()[0]
     with open(out) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     assert_accounted(res)
     end = _until(lambda: (lambda s: s if s['exit'] is not None else None)(chromium.run(STATE)),
                  'the final report on the page', limit=10)

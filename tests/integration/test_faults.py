@@ -154,6 +154,9 @@ def test_a_run_that_ends_while_the_server_is_down_reports_the_open_outage(tmpdir
     rc, err, res, took = drive(['--spawn', '--phases', 'select', '--ops', '0', '--duration',
                                 '2.5', '--timeout', '1', '--fault', 'kill@1s'], tmpdir)
     assert 'Traceback' not in err and rc == 1
+    # said before the first op, not found out after --outage-limit of failures
+    note = err.index('--fault kill@1s leaves the server killed: nothing in the schedule')
+    assert note < err.index('ops/s') and 'add start@TIME' in err
     (phase,) = res['phases']
     (o,) = phase['outages']
     # Open until the phase's end: its time was up at 2.5 s, and the ops waiting for the

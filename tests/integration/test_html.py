@@ -177,5 +177,13 @@ def test_report_of_a_fault_run_shows_the_outage_and_the_verify_verdict(chromium,
     assert 'insert: errors by kind:' in text
     whole = _charts(page)
     _drawn(whole['throughput'], ['attempted/s', 'errors/s (right axis)'])
-    # A line of the server's rates goes on across the restart (a joined gap, not dots).
+    # The intervals the dead server gave no sample for are a gap in its lines, never a
+    # line drawn across the outage; the client's own line goes on.
     assert whole['server-rps']['points'] >= 10
+    late = len([d for d in res['phases'][0]['server_metrics']['intervals'] if d.get('late')])
+    series = dict((s['label'], s) for s in whole['server-rps']['series'])
+    assert late >= 1 and series['client ops/s']['gaps'] == 0
+    for label, s in series.items():
+        assert not s['joined'], label
+        if label != 'client ops/s':
+            assert s['gaps'] == late, (label, s, late)

@@ -11,7 +11,6 @@ containers do not depend on the interpreter of the test, and scripts/test runs 2
 from __future__ import absolute_import, division, print_function
 
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ import pytest
 from gloaddriver.backends.spawn import which
 from gloaddriver.backends.tarantool.server import TarantoolServer
 from gloaddriver.measure import stats
+from tests import result_schema
 from tests.integration.conftest import ROOT, assert_accounted, run_cli
 
 COUNTS = ('attempted', 'ok', 'failed', 'timed_out', 'misses')
@@ -100,7 +100,7 @@ def test_the_image_runs_help_and_a_load_against_a_tarantool_on_the_host(tmpdir):
         _stop_started(started.name)
         lock.close()
     with open(os.path.join(results, 'r.json')) as f:
-        res = json.load(f)
+        res = result_schema.read(f)
     assert_accounted(res)
     assert [p['name'] for p in res['phases']] == ['insert', 'select', 'update', 'delete']
     assert all(p['ok'] == 2000 for p in res['phases'])
@@ -121,9 +121,9 @@ def test_many_hosts_merges_a_swarm_job_of_3_shards_like_3_processes():
         shards = []
         for p in sorted(set(paths) - {merged_path}):
             with open(p) as f:
-                shards.append(json.load(f))
+                shards.append(result_schema.read(f))
         with open(merged_path) as f:
-            merged = json.load(f)
+            merged = result_schema.read(f)
     finally:
         shutil.rmtree(keep, ignore_errors=True)
     # Each slot of the job became one shard index, once.

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 
 from gloaddriver.measure import stats
@@ -14,12 +15,28 @@ from tests import result_schema
 from tests.integration.conftest import ROOT, assert_accounted, connect, page_view, run_cli
 
 
+def run_together(argvs, server):
+    """run_cli of each argv at the same time (shards of one run); their results."""
+    import threading
+    out = [None] * len(argvs)
+
+    def one(i):
+        out[i] = run_cli(argvs[i], server)
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(argvs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
 def test_two_shards_share_a_key_space_and_merge_exactly(tarantool, space):
     parts = []
-    for i in range(2):
-        rc, out, err, res = run_cli(['--space', space, '--shard', '%d/2' % i, '--keys', '2000',
-                                     '--ops', '1000', '--phases', 'insert,select',
-                                     '--greenlets', '10'], tarantool)
+    runs = run_together([['--space', space, '--shard', '%d/2' % i, '--keys', '2000',
+                          '--ops', '1000', '--phases', 'insert,select', '--greenlets', '10',
+                          '--start-at', '%.3f' % (time.time() + 2)] for i in range(2)],
+                        tarantool)
+    for i, (rc, out, err, res) in enumerate(runs):
         assert rc == 0, err      # disjoint keys: no duplicate inserts
         assert res['manifest']['shard'] == '%d/2' % i
         parts.append(res)
@@ -43,16 +60,22 @@ def test_two_shards_share_a_key_space_and_merge_exactly(tarantool, space):
         for pct in (50, 90, 99, 99.9, 100):
             assert h.get_value_at_percentile(pct) == expect.get_value_at_percentile(pct)
         assert m['latency_us']['max'] == max(p['latency_us']['max'] for p in ps)
-        assert m['ops_per_sec'] == round(sum(p['ops_per_sec'] for p in ps), 1)
+        # the rate over the span the shards ran, first start to last end
+        starts = [p['started_unix'] for p in ps]
+        span = max(a + p['seconds'] for a, p in zip(starts, ps)) - min(starts)
+        assert m['seconds'] == round(span, 4) and m['started_unix'] == min(starts)
+        assert m['ops_per_sec'] == round(2000 / m['seconds'], 1)
 
 
 def test_merge_and_compare_commands(tarantool, space):
     tmp = tempfile.mkdtemp(prefix='gloaddriver-results-')
     files = []
-    for i in range(2):
+    # A second each, from one start: windows that overlap however busy the machine is.
+    runs = run_together([['--space', space, '--shard', '%d/2' % i, '--keys', '600',
+                          '--ops', '0', '--duration', '1', '--phases', 'insert', '--start-at',
+                          '%.3f' % (time.time() + 2)] for i in range(2)], tarantool)
+    for i, (rc, out, err, res) in enumerate(runs):
         path = os.path.join(tmp, '%d.json' % i)
-        rc, out, err, res = run_cli(['--space', space, '--shard', '%d/2' % i, '--keys', '600',
-                                     '--ops', '300', '--phases', 'insert'], tarantool)
         assert rc == 0, err
         with open(path, 'w') as f:
             json.dump(res, f)
@@ -61,14 +84,43 @@ def test_merge_and_compare_commands(tarantool, space):
     merged_path = os.path.join(tmp, 'merged.json')
     out = subprocess.check_output([sys.executable, '-m', 'gloaddriver', 'merge'] + files +
                                   ['--json', merged_path], env=env, cwd=ROOT).decode()
-    assert 'insert' in out and result_schema.load(merged_path)['phases'][0]['ok'] == 600
+    merged = result_schema.load(merged_path)['phases'][0]
+    assert 'insert' in out and merged['ok'] == sum(r[3]['phases'][0]['ok'] for r in runs)
     out = subprocess.check_output([sys.executable, '-m', 'gloaddriver', 'compare'] + files,
                                   env=env, cwd=ROOT).decode()
-    assert 'vs first' in out and '1.00x' in out and 'shard' in out   # manifests differ in shard
+    assert 'vs first' in out and 'shard' in out   # manifests differ in shard
+    # compare writes ops/s as the run's table does (rounded, not cut)
+    rate = runs[0][3]['phases'][0]['ops_per_sec']
+    assert '{:,}'.format(int(round(rate))) in out
     p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', 'compare', '/nonexistent.json'],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
     _out, err = p.communicate()
     assert p.returncode != 0 and b'cannot read' in err and b'Traceback' not in err
+
+
+def test_merge_refuses_runs_that_are_not_shards_of_one_run(tarantool, space):
+    # One after the other, and with other greenlets: the sum of their rates would be a
+    # rate nobody measured.
+    tmp = tempfile.mkdtemp(prefix='gloaddriver-results-')
+    files = []
+    for i, greenlets in ((0, '10'), (1, '4')):
+        rc, out, err, res = run_cli(['--space', space, '--shard', '%d/2' % i, '--keys', '600',
+                                     '--ops', '300', '--phases', 'insert', '--greenlets',
+                                     greenlets], tarantool)
+        assert rc == 0, err
+        files.append(os.path.join(tmp, '%d.json' % i))
+        with open(files[-1], 'w') as f:
+            json.dump(res, f)
+    merged_path = os.path.join(tmp, 'merged.json')
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', 'merge'] + files +
+                         ['--json', merged_path], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    _out, err = p.communicate()
+    err = err.decode()
+    assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err
+    assert 'not shards of one run' in err and 'greenlets differs (A: 10, B: 4)' in err
+    assert 'phase insert did not run at the same time' in err
+    assert not os.path.exists(merged_path)
 
 
 def test_bad_shard_flag():

@@ -300,6 +300,19 @@ def test_a_failing_op_in_a_workload_file_is_counted_by_kind(orders, tmpdir):
     assert 'not this one' in out
 
 
+def test_ops_that_raise_before_sending_are_no_requests_per_send(orders, tmpdir):
+    # The sync connector keeps no counts of its own: requests per send come from the
+    # send syscalls, and an op that raised sent nothing.
+    path = write(tmpdir, 'boom.py', u'def op_boom(db, key):\n    raise ValueError("boom")\n')
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '3000', '--connector',
+                                 'sync'], server=orders)
+    (phase,) = res['phases']
+    assert rc == 1 and phase['errors'] == {'client:ValueError': 3000}
+    assert phase['batching']['requests_per_send'] is None, phase['batching']
+    row = [l for l in out.splitlines() if l.startswith('boom')][0]
+    assert ' 3000.0' not in row and '3,000' in row
+
+
 @pytest.mark.parametrize('name', sorted(f for f in os.listdir(EXAMPLES) if f.endswith('.ini')))
 def test_every_example_profile_runs_from_anywhere(name, tmpdir):
     """Profiles name their files relative to themselves: run them from another folder."""
@@ -468,7 +481,9 @@ def test_a_script_that_does_not_parse_fails_before_the_first_op(bank, tmpdir):
     path = write(tmpdir, 'syntax.sql', u'SELECT 1;\n\nUPDATE accounts SETT abalance = 1 '
                                       u'WHERE aid = :key;\n')
     rc, out, err, res = run_pg(bank, ['--script', path, '--ops', '10'])   # no --prepared
-    assert rc != 0 and res is None, err
+    # The server refused it before the run: exit 3, as docs/workloads.md says (what
+    # gloaddriver's own parser refuses is exit 2)
+    assert rc == 3 and res is None, err
     assert path in err and 'line 3' in err and 'UPDATE accounts SETT' in err, err
     assert err.count('\n') == 1 and 'Traceback' not in err
     # a statement whose parameter types only its values tell still runs

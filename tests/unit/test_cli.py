@@ -44,20 +44,26 @@ def test_postgres_connectors_share_the_connector_flag_with_tarantool():
 def test_the_pipelined_connector_reads_the_dsn_as_libpq_does():
     pytest.importorskip('psycopg2')
     from gloaddriver.backends.postgres.kv_pipelined import target
-    assert target('host=10.0.0.5 port=6432 user=u dbname=d password=p', None, {}) == (
+    assert target('host=10.0.0.5 port=6432 user=u dbname=d password=p', None, {})[:5] == (
         [('10.0.0.5', 6432)], 'u', 'd', 'p', 'any')
-    assert target('postgresql://u@h/db', 'secret', {}) == ([('h', 5432)], 'u', 'db', 'secret',
-                                                             'any')
-    assert target('', None, {'PGHOST': 'h', 'PGUSER': 'me', 'PGPASSWORD': 'x'}) == (
+    assert target('postgresql://u@h/db', 'secret', {})[:5] == (
+        [('h', 5432)], 'u', 'db', 'secret', 'any')
+    assert target('', None, {'PGHOST': 'h', 'PGUSER': 'me', 'PGPASSWORD': 'x'})[:5] == (
         [('h', 5432)], 'me', 'me', 'x', 'any')
     # libpq's multi-host syntax: one port for all, or one per host; the session wanted.
     assert target('host=a,b port=1 user=u dbname=d target_session_attrs=read-write', None,
-                  {})[::4] == ([('a', 1), ('b', 1)], 'leader')
+                  {})[:5:4] == ([('a', 1), ('b', 1)], 'leader')
     assert target('host=a,b port=1,2 user=u dbname=d target_session_attrs=prefer-standby',
-                  None, {})[::4] == ([('a', 1), ('b', 2)], 'replica')
+                  None, {})[:5:4] == ([('a', 1), ('b', 2)], 'replica')
+    # sslmode as libpq: prefer by default (TLS asked for, plain if refused), PGSSLMODE
+    modes = [(target(dsn, None, env)[5] or (None,))[0] for dsn, env in [
+        ('host=h', {}), ('host=h sslmode=disable', {}), ('host=h', {'PGSSLMODE': 'require'}),
+        ('host=h sslmode=allow', {'PGSSLMODE': 'require'})]]
+    assert modes == ['prefer', None, 'require', None]
     for dsn, words in [('host=/var/run/postgresql', 'unix socket'), ('dbname=x', 'TCP only'),
                        ('host=a,b port=1,2,3', 'one per host'),
-                       ('host=a target_session_attrs=fast', 'none of'), ('host=h sslmode=verify-full', 'TLS'),
+                       ('host=a target_session_attrs=fast', 'none of'), ('host=h sslmode=sure', 'sslmode=sure'),
+                       ('host=h sslmode=verify-full sslrootcert=/no/root.crt', '/no/root.crt'),
                        ('host=h nonsense', 'not a valid connection string')]:
         with pytest.raises(errors.ConfigError) as e:
             target(dsn, None, {})
@@ -225,8 +231,9 @@ def test_help_lists_the_subcommands(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     from gloaddriver.config.flags import SUBCOMMANDS
+    flat = ' '.join(out.split())   # long help lines are folded
     for name, text in SUBCOMMANDS:
-        assert '\n  %s ' % name in out and text in out
+        assert '\n  %s ' % name in out and ' '.join(text.split()) in flat
 
 
 def test_version_goes_to_stdout_on_every_interpreter():

@@ -7,13 +7,13 @@ for a CPU: a busy machine does not hide it), and with --op-sleep the driver slee
 from __future__ import absolute_import, division, print_function
 
 import io
-import json
 
 import pytest
 
 from gloaddriver import cli
 from gloaddriver.measure import client_bound, procfs
 from gloaddriver.report import live
+from tests import result_schema
 
 pytestmark = pytest.mark.skipif(procfs.run_delay() is None,
                                 reason='no /proc/self/schedstat: busy would be CPU alone, '
@@ -26,7 +26,7 @@ def _run(tmpdir, *argv):
     code = cli.main(['--backend', 'memory', '--progress', '0', '--no-syscalls', '--phases',
                      'insert', '--json', path, '--html', html] + list(argv))
     with io.open(path, encoding='utf-8') as f:
-        result = json.load(f)
+        result = result_schema.read(f)
     with io.open(html, encoding='utf-8') as f:
         page = f.read()
     return code, result, page

@@ -49,6 +49,17 @@ def test_an_interpreter_without_gloaddriver_is_one_line(tmpdir):
     line = str(e.value)
     assert 'cannot run gloaddriver' in line and 'No module named' in line
     assert 'scripts/envs.py ensure' in line and '\n' not in line
+    assert 'venv27/bin/python' in line     # what README's install for 2.7 made
+
+
+def test_one_python_is_compared_with_the_interpreter_running_compat():
+    from gloaddriver.compat import check
+    assert check.parse(['--python', '/opt/py27/bin/python']).python == [
+        sys.executable, '/opt/py27/bin/python']
+    assert check.parse(['--python', 'a', '--python', 'b']).python == ['a', 'b']
+    with pytest.raises(SystemExit) as e:
+        check.parse(['--python', 'a', '--python', 'b', '--python', 'c'])
+    assert e.value.code == 2
 
 
 def test_another_version_of_gloaddriver_is_refused(tmpdir):

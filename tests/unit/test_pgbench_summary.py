@@ -4,7 +4,6 @@ number formats, with gloaddriver's figures in them. The results are real runs of
 from __future__ import absolute_import, division, print_function
 
 import io
-import json
 import math
 import os
 import re
@@ -13,6 +12,7 @@ import sys
 from gloaddriver.config import pgbench_args
 from gloaddriver.measure import stats
 from gloaddriver.report import pgbench_summary as summary
+from tests import result_schema
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 
@@ -31,7 +31,7 @@ RUNS = {
 
 def load(name):
     with io.open(os.path.join(DATA, name + '.json'), encoding='utf-8') as f:
-        return json.load(f)
+        return result_schema.read(f)   # recorded results hold to today's schema too
 
 
 def lines_of(name, result=None):

@@ -18,7 +18,7 @@ from gloaddriver.backends import base
 from gloaddriver.converters import count, positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
-                                'wait_callback scripts connector script_run')
+                                'wait_callback scripts connector script_run session_init')
 # How scripts run (pgbench's flags): --protocol, --max-tries, --per-statement, --define,
 # --scale, --connect-per-op, --tx-log, --sampling-rate.
 ScriptRun = namedtuple('ScriptRun', 'protocol max_tries per_statement defines scale '
@@ -55,8 +55,9 @@ class Postgres(base.Kind):
         (('--init',), dict(action='store_true',
                            help='postgres: create the workload\'s tables if they are missing')),
         (('--prepared',), dict(action='store_true',
-                               help='postgres kv: server-side prepared statements '
-                                    '(PREPARE/EXECUTE)')),
+                               help='postgres --workload kv and --script/--builtin: '
+                                    'server-side prepared statements (PREPARE/EXECUTE; for '
+                                    'scripts the same as --protocol prepared)')),
         (('--connector',), dict(choices=list(CONNECTORS),
                                 help='postgres: psycopg2 (the default; one statement per '
                                      'connection at a time) or pipelined (ours: the extended '
@@ -109,6 +110,10 @@ class Postgres(base.Kind):
         (('--sampling-rate',), dict(type=float, metavar='FRACTION',
                                     help='with --tx-log: the fraction of transactions logged '
                                          '(default 1)')),
+        (('--session-init',), dict(metavar='SQL',
+                                   help='postgres: SQL run on every new connection before it '
+                                        'carries an op, reconnects included (SET statements, '
+                                        'search_path...; both connectors)')),
         (('--wait-callback',), dict(choices=list(WAIT_CALLBACKS),
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '
@@ -179,7 +184,8 @@ class Postgres(base.Kind):
                        prepared=bool(args.prepared), pool_size=pool_size,
                        bulk_methods=methods, rows=args.rows or 100000,
                        wait_callback=args.wait_callback or 'cached', scripts=scripts,
-                       connector=connector, script_run=script_run)
+                       connector=connector, script_run=script_run,
+                       session_init=args.session_init)
 
     def phases(self, opts, phases, mix, load):
         try:

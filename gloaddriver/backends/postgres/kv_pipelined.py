@@ -9,7 +9,8 @@ path's shape (a selected row, a row count, scanned (id, value) rows), so
 
 The connection's target comes from the same DSN as psycopg2's, read by libpq's own
 parser, with the PG* environment variables where the DSN says nothing, as libpq
-would. TCP only: a unix socket, or a DSN that requires TLS, is refused with one line.
+would. TCP only: a unix socket is refused with one line; TLS as the DSN's sslmode says
+(``tls``).
 The server metrics sampler still uses psycopg2: it is one query a second.
 """
 from __future__ import absolute_import, division, print_function
@@ -22,6 +23,7 @@ import gevent
 from gloaddriver import errors, workload
 from gloaddriver.py23 import clock
 from gloaddriver.backends import base
+from gloaddriver.backends.postgres import tls
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
 from gloaddriver.backends.postgres.workloads import SCHEMA_KV, missing_tables, value_state
 from gloaddriver.backends.shared_socket import connect_when_up, summed_stats
@@ -34,7 +36,6 @@ STATEMENTS = (
     ('gl_scan', 'SELECT id, value FROM {t} WHERE id >= $1 ORDER BY id LIMIT $2'),
 )
 VERIFY = ('gl_verify', 'SELECT id, value FROM {t} WHERE id = ANY($1::bigint[])')
-_TLS_REQUIRED = ('require', 'verify-ca', 'verify-full')
 
 
 # libpq's target_session_attrs -> what a pipelined connection with several hosts wants
@@ -45,10 +46,11 @@ _SESSION_ATTRS = {'any': 'any', 'read-write': 'leader', 'primary': 'leader',
 
 
 def target(dsn, password, environ=None):
-    """(addresses, user, database, password, want) of a libpq DSN, the PG* variables
+    """(addresses, user, database, password, want, tls) of a libpq DSN, the PG* variables
     filling what it leaves out: ``addresses`` [(host, port)] of each host it names
-    (libpq's multi-host syntax), ``want`` from its target_session_attrs; ConfigError for
-    what this connector cannot reach."""
+    (libpq's multi-host syntax), ``want`` from its target_session_attrs, ``tls`` the
+    tls.Spec of its sslmode (None: plain); ConfigError for what this connector cannot
+    reach."""
     import psycopg2.extensions
     env = os.environ if environ is None else environ
     try:
@@ -74,18 +76,14 @@ def target(dsn, password, environ=None):
         raise errors.ConfigError('--dsn names %d host%s and ports %s: give one port, or one '
                                  'per host' % (len(hosts), '' if len(hosts) == 1 else 's',
                                                ','.join(ports)))
-    sslmode = get('sslmode', 'PGSSLMODE', 'prefer')
-    if sslmode in _TLS_REQUIRED:
-        raise errors.ConfigError('--connector pipelined does not speak TLS, and --dsn says '
-                                 'sslmode=%s; use sslmode=disable, or --connector psycopg2'
-                                 % sslmode)
     attrs = get('target_session_attrs', 'PGTARGETSESSIONATTRS', 'any')
     if attrs not in _SESSION_ATTRS:
         raise errors.ConfigError('--dsn: target_session_attrs=%s is none of %s'
                                  % (attrs, ', '.join(sorted(_SESSION_ATTRS))))
     user = get('user', 'PGUSER') or getpass.getuser()
     return ([(h, int(p)) for h, p in zip(hosts, ports)], user, get('dbname', 'PGDATABASE', user),
-            password or parsed.get('password') or env.get('PGPASSWORD'), _SESSION_ATTRS[attrs])
+            password or parsed.get('password') or env.get('PGPASSWORD'), _SESSION_ATTRS[attrs],
+            tls.spec_of(get))
 
 
 def make_ops(conn, values, scan_length=workload.scan_length):
@@ -127,9 +125,9 @@ class PipelinedBackend(base.Backend):
         base.Backend.__init__(self, config)
         self.opts = config.opts
         self.dsn, self.password = dsn, password
-        self.addresses, self.user, self.database, self._secret, self.want = \
+        self.addresses, self.user, self.database, self._secret, self.want, self.tls = \
             target(dsn, password)
-        self.values = workload.values(config.load.value_size)
+        self.values = workload.values(config.load.value_size, config.load.seed)
         self.conns = []
         self.read_conns = []      # --read-from replica|any: the reads' own connections
         self._ops = []
@@ -143,7 +141,8 @@ class PipelinedBackend(base.Backend):
                                    connect_timeout=c.limits.connect_timeout,
                                    statements=statements, reconnect=reconnect,
                                    outage_limit=c.limits.outage_limit, name=name,
-                                   addresses=self.addresses, want=want or self.want)
+                                   addresses=self.addresses, want=want or self.want,
+                                   session_init=self.opts.session_init, tls=self.tls)
 
     def describe(self):
         n = self.opts.pool_size

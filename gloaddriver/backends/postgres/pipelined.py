@@ -24,7 +24,7 @@ after ``outage_limit`` seconds down they fail at once with GaveUp.
 Scope: prepared statements (``prepare`` once, then ``execute``), one-off ``query``
 calls, ``batch``es of statements that are one transaction (scripts: a pgbench
 transaction is a batch), simple-protocol queries, text parameters and text results; authentication by SCRAM-SHA-256,
-md5 or password; TCP only. No COPY, no TLS. ``--connector pipelined`` runs the kv
+md5 or password; TCP only, TLS as the DSN's sslmode asks (``tls``). No COPY. ``--connector pipelined`` runs the kv
 workload on it (``kv_pipelined``).
 """
 from __future__ import absolute_import, division, print_function
@@ -151,7 +151,8 @@ class PipelinedConnection(SharedSocket):
 
     def __init__(self, host, port, user, password=None, database=None, timeout=5.0,
                  connect_timeout=3.0, statements=(), reconnect=True, outage_limit=30.0,
-                 name='pg-pipelined', addresses=None, want='any'):
+                 name='pg-pipelined', addresses=None, want='any', session_init=None,
+                 tls=None):
         SharedSocket.__init__(self, host, port, timeout=timeout,
                               connect_timeout=connect_timeout, reconnect=reconnect,
                               outage_limit=outage_limit, name=name, addresses=addresses,
@@ -161,6 +162,8 @@ class PipelinedConnection(SharedSocket):
         self._password = password or ''
         self.database = database or user
         self._statements = list(statements)
+        self._session_init = session_init   # --session-init: SQL for every new socket
+        self._tls = tls                     # tls.Spec of the DSN's sslmode, or None
         # The waiters of the requests sent and not yet answered, in send order: request
         # number ``requests - len + 1`` first. A timed-out one is left as None, so that
         # its reply still finds its place.
@@ -171,11 +174,19 @@ class PipelinedConnection(SharedSocket):
     # -- connecting -----------------------------------------------------------------
 
     def _handshake(self, sock):
-        """Log in, prepare the statements."""
+        """TLS if the DSN asks for it, log in, prepare the statements; returns the socket
+        to talk on (a tls.TLSSocket over ``sock``, or ``sock``)."""
         self._hot_standby = None
+        if self._tls is not None:
+            from gloaddriver.backends.postgres import tls
+            sock = tls.negotiate(sock, self._tls, self.host, self.address,
+                                 self.connect_timeout)
         buf = self._startup(sock)
+        if self._session_init:
+            buf = self._run_session_init(sock, buf)
         if self._statements:
             self._prepare_all(sock, buf)
+        return sock
 
     def _startup(self, sock):
         """Log in; returns what was read past ReadyForQuery (nothing, normally)."""
@@ -248,6 +259,22 @@ class PipelinedConnection(SharedSocket):
                 value = bytes(payload[6:6 + size])
             elif kind == b'Z':
                 return value == b'on'
+
+    def _run_session_init(self, sock, buf):
+        """--session-init as a simple Query, before the statements are prepared (they
+        see the session it sets); its error refuses the socket as a statement's would."""
+        sock.sendall(frame_simple(self._session_init))
+        error = None
+        while True:
+            kind, payload, buf = _read_message(sock, buf)
+            if kind == b'E' and error is None:
+                error = error_fields(payload)
+            elif kind == b'Z':
+                break
+        if error is not None:
+            raise errors.SchemaError('PostgreSQL at %s: --session-init failed: %s (SQLSTATE %s)'
+                                     % (self.address, error.get('M', '?'), error.get('C', '?')))
+        return buf
 
     def _prepare_all(self, sock, buf):
         """Parse every statement on a new socket before it carries requests: one round
@@ -330,6 +357,9 @@ class PipelinedConnection(SharedSocket):
         view = memoryview(buf)
         size = len(buf)
         recv_into = raw.recv_into
+        # TLS: what the TLS layer holds decrypted, which no readiness of the descriptor
+        # announces (None on a plain socket).
+        held = getattr(raw, 'pending', None)
         read_some = self._read_some
         parser = self._parser = ReplyParser('PostgreSQL at %s' % self.address)
         parse = parser.feed
@@ -365,7 +395,7 @@ class PipelinedConnection(SharedSocket):
                 if parser.fatal is not None:
                     # The server ends the session (the replies before it are handed over).
                     return self._lost(sock, parser.fatal)
-                if n < size:
+                if n < size and not (held is not None and held()):
                     return
         return on_readable
 

@@ -191,7 +191,7 @@ class PostgresBackend(base.Backend):
                 setup=self._setup_connection)
         self.monitor = PeakMonitor(self.pool)
         self.deadlines = pgpool.Deadlines(config.limits.timeout)
-        self.values = workload.values(config.load.value_size)
+        self.values = workload.values(config.load.value_size, config.load.seed)
         self.max_parent = 0
         self._ops = None
         self._version = None
@@ -232,6 +232,7 @@ class PostgresBackend(base.Backend):
             info = getattr(conn, 'info', None)
             if info is not None:
                 self._address = '%s:%s' % (info.host, info.port)
+            self._session_init(item)
             if self.opts.workload == 'script':
                 self._check_scripts(item)
             elif self.opts.workload != 'file':   # a workload file brings its own schema
@@ -242,6 +243,16 @@ class PostgresBackend(base.Backend):
             pgpool.forget(item.fd)
             item.conn.close()
         self._ops = self._make_ops()
+
+    def _session_init(self, item):
+        """--session-init tried once before the first op (and the tables checked in the
+        session it sets): an SQL error is the run's setup error, not every op's."""
+        if self.opts.session_init:
+            try:
+                item.cur.execute(self.opts.session_init)
+            except psycopg2.Error as e:
+                raise errors.SchemaError('--session-init failed: %s'
+                                         % pgpool.scrub(e, self.password))
 
     def _check_schema(self, item):
         c = self.opts
@@ -272,6 +283,9 @@ class PostgresBackend(base.Backend):
             script_run.prepare_scripts(item.cur, self.opts.scripts)   # proven as they run
 
     def _setup_connection(self, item):
+        if self.opts.session_init:
+            # First, so the statements prepared below see the session it sets.
+            item.cur.execute(self.opts.session_init)
         if self.opts.workload == 'script':
             if self.opts.script_run.protocol == 'prepared':
                 from gloaddriver.backends.postgres import script_run

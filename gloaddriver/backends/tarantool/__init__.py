@@ -24,7 +24,8 @@ class Tarantool(base.Kind):
     title = 'Tarantool'
     flags = (
         (('--uri',), dict(metavar='HOST:PORT[,HOST:PORT...]',
-                          help='tarantool: server address (default %s; ignored with --spawn); '
+                          help='tarantool: server address, HOST:PORT or tarantool://HOST:PORT '
+                               '(default %s; not with --spawn); '
                                'several, comma-separated, are the members of a replica set: '
                                'writes go to the writable one (box.info.ro), found again '
                                'when it changes' % DEFAULT_URI)),
@@ -64,6 +65,11 @@ class Tarantool(base.Kind):
     )
 
     def options(self, args):
+        if args.uri and args.spawn:
+            # Said, not ignored: a run meant for a server at --uri would measure another.
+            raise errors.ConfigError('--uri and --spawn exclude each other: --spawn starts a '
+                                     'private server and loads it; --uri %s points at one '
+                                     'already running. Give one of them' % args.uri)
         addresses = _addresses(args.uri or DEFAULT_URI)
         if args.replication == 'remote_apply':
             raise errors.ConfigError('--replication remote_apply is PostgreSQL\'s; Tarantool '
@@ -146,10 +152,22 @@ def _addresses(text):
     """'h:1,h:2' -> [('h', 1), ('h', 2)]; ConfigError for anything else."""
     out = []
     for uri in text.split(','):
-        host, sep, port = uri.strip().rpartition(':')
+        uri = uri.strip()
+        scheme, sep, rest = uri.partition('://')
+        if sep:
+            # tarantool://HOST:PORT, as Tarantool's own clients write it.
+            if scheme != 'tarantool':
+                raise errors.ConfigError('--uri takes HOST:PORT or tarantool://HOST:PORT, got '
+                                         '%r' % uri)
+            uri = rest.rstrip('/')
+        if '@' in uri:
+            raise errors.ConfigError('--uri %s: give the user as --user and the password in '
+                                     '$GLOADDRIVER_PASSWORD (or --password), not in the '
+                                     'address' % uri.rpartition('@')[2])
+        host, sep, port = uri.rpartition(':')
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise errors.ConfigError('--uri must be HOST:PORT, or several comma-separated, got '
-                                     '%r' % text)
+            raise errors.ConfigError('--uri must be HOST:PORT (or tarantool://HOST:PORT), or '
+                                     'several comma-separated, got %r' % text)
         out.append((host.strip('[]'), int(port)))
     if len(set(out)) != len(out):
         raise errors.ConfigError('--uri names an address twice: %s' % text)
@@ -174,7 +192,7 @@ def _request(args):
     if args.workload_file:
         raise errors.ConfigError('--%s and --workload-file exclude each other' % given[0][0])
     from gloaddriver.workload.template import compile_args
-    fill = compile_args(args.args or '[]', workload.values(args.value_size))
+    fill = compile_args(args.args or '[]', workload.values(args.value_size, args.seed))
     kind, target = given[0]
     if kind == 'sql':
         _check_placeholders(target, fill)

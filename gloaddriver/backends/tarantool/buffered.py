@@ -45,7 +45,7 @@ class BufferedBackend(TarantoolBackend):
         base.Backend.__init__(self, config)
         self.conns = []
         self.space_id = None
-        self.values = workload.values(config.load.value_size)
+        self.values = workload.values(config.load.value_size, config.load.seed)
         self._ops = []
         self.read_conns = []      # --read-from replica|any: the reads' own connections
         self._targets = []        # per connection: the --sql statement's id, or the request

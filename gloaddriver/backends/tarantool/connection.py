@@ -100,9 +100,7 @@ class Connection(SharedSocket):
         try:
             self._ask(sock, self.encoder.auth, self.user, salt, self._password or '')
         except errors.ServerError as e:
-            raise errors.AuthError(
-                'Tarantool at %s refused user %r: %s; check --user and --password '
-                '(or GLOADDRIVER_PASSWORD)' % (self.address, self.user, e.message))
+            raise login_refused(self.address, self.user, self._password, e.message)
 
     def _read_only(self, sock):
         """box.info.ro of the member on a new socket (with several addresses)."""
@@ -518,3 +516,14 @@ def _iterator(name):
     except (KeyError, AttributeError):
         raise ValueError('unknown iterator %r; use a number or one of %s'
                          % (name, ', '.join(sorted(_ITERATORS))))
+
+
+def login_refused(address, user, password, reason):
+    """The AuthError of a refused login (both connectors): a user given no password is
+    told so, not just the server's "Incorrect password supplied"."""
+    if not password:
+        return errors.AuthError('Tarantool at %s refused user %r, which was given no password '
+                                '(%s): set GLOADDRIVER_PASSWORD or --password'
+                                % (address, user, reason))
+    return errors.AuthError('Tarantool at %s refused user %r: %s; check --user and --password '
+                            '(or GLOADDRIVER_PASSWORD)' % (address, user, reason))

@@ -19,9 +19,13 @@ from gloaddriver.backends import base
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import requests
 from gloaddriver.backends.tarantool.backend_base import TarantoolBackend
+from gloaddriver.backends.tarantool.connection import login_refused
 from gloaddriver.backends.tarantool.layout import Layout
 from gloaddriver.backends.tarantool.layout import make_ops as make_layout_ops
 from gloaddriver.workload import keys as keygen
+
+# Tarantool's ER_PASSWORD_MISMATCH and ER_NO_SUCH_USER, ER_CREDS_MISMATCH (a refused login).
+_LOGIN_REFUSED = (47, 45, 42)
 
 
 def _translate(exc):
@@ -52,7 +56,7 @@ class SyncBackend(TarantoolBackend):
     def __init__(self, config):
         base.Backend.__init__(self, config)
         self.conns = []
-        self.values = workload.values(config.load.value_size)
+        self.values = workload.values(config.load.value_size, config.load.seed)
         self._ops = []
         self.space_id = None
         self._version = None
@@ -73,12 +77,16 @@ class SyncBackend(TarantoolBackend):
         try:
             return tarantool.Connection(host, port, **kwargs)
         except tnt_error.NetworkError as e:
+            cause = e.args[0] if len(e.args) == 1 else None
+            if isinstance(cause, tnt_error.DatabaseError) and cause.args and \
+                    cause.args[0] in _LOGIN_REFUSED:
+                # tarantool-python wraps a refused login in a NetworkError on connect.
+                raise login_refused('%s:%s' % (host, port), user, password, cause.args[-1])
             raise errors.ConnectError('cannot connect to Tarantool at %s:%s: %s'
                                       % (host, port, e))
         except tnt_error.DatabaseError as e:
-            raise errors.AuthError('Tarantool at %s:%s refused user %r: %s; check --user and '
-                                   '--password (or GLOADDRIVER_PASSWORD)'
-                                   % (host, port, user, e.args[-1] if e.args else e))
+            raise login_refused('%s:%s' % (host, port), user, password,
+                                e.args[-1] if e.args else e)
 
     def _open(self):
         opts = self.config.opts
