@@ -23,6 +23,7 @@ import tempfile
 
 from gloaddriver import backends, errors
 from gloaddriver.compat.interpreters import runs_gloaddriver
+from gloaddriver.report.results import flamegraph_moves
 
 
 BATCH_TOLERANCE = 0.5   # batch sizes within 1.5x of each other are load, not a difference
@@ -111,12 +112,14 @@ def _probe(side, target, args):
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
-def _drive(side, target, opts, space=None):
+def _drive(side, target, opts, space=None, flamegraph=None):
     fd, path = tempfile.mkstemp(suffix='.json')
     os.close(fd)
     common = ['--greenlets', str(opts.greenlets), '--ops', str(opts.ops), '--seed', str(opts.seed),
               '--phases', 'insert,select,update', '--value-size', str(opts.value_size),
               '--warmup', '0.3', '--checksum', '--progress', '0', '--json', path]
+    if flamegraph:
+        common += ['--flamegraph', os.path.join(flamegraph, side.label)]
     argv = [side.exe, '-m', 'gloaddriver'] + target.target_argv(space or side.space) + common
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(target))
     out, err = p.communicate()
@@ -410,6 +413,9 @@ def parse(argv):
                     help='runs of each side, in turns, whose medians rows 7, 8 and 11 judge '
                          '(default 3)')
     ap.add_argument('--json', default=None)
+    ap.add_argument('--flamegraph', default=None, metavar='DIR',
+                    help='sample the first run of each side with py-spy (DIR/A, DIR/B) and '
+                         'write where B spent more or less than A: DIR/diff.client.<phase>.B.folded')
     args = ap.parse_args(argv)
     if len(args.python) == 1:   # the other side: the interpreter running this command
         args.python.insert(0, sys.executable)
@@ -425,7 +431,8 @@ def _run_sides(sides, target, opts, say):
     for s in sides:
         say('%s: %s' % (s.label, s.exe))
         s.probe = _probe(s, target, {'mode': 'self', 'space': s.space, 'typed': s.typed})
-        s.result = _drive(s, target, opts)
+        # The flame graphs on the first run only: the timing rounds stay unsampled.
+        s.result = _drive(s, target, opts, flamegraph=opts.flamegraph)
         s.stored = target.digest(s.space)
     for s, other in ((sides[0], sides[1]), (sides[1], sides[0])):
         s.cross = _probe(s, target, {'mode': 'crossread', 'space': other.space,
@@ -482,6 +489,9 @@ def main(argv):
             print('  why: %s' % r['why'])
     failed = [r['check'] for r in rows if r['verdict'] == 'FAIL']
     rows.sort(key=lambda r: int(r['check'].split()[0]))
+    if opts.flamegraph:
+        print('')
+        flamegraph_moves([sides[0].result, sides[1].result], sys.stdout, opts.flamegraph)
     print('\nverdict: %s' % ('FAIL (%s)' % ', '.join(failed) if failed else
                             'PASS (%d checks, %d explained differences)'
                             % (len(rows), sum(r['verdict'] == 'EXPLAINED' for r in rows))))

@@ -36,21 +36,21 @@ class Profiling(Listener):
 
 class FlameGraphs(Listener):
     """--flamegraph / --server-flamegraph: a sampler per side (run.sampler), started
-    inside the window and told to stop when the workers return; its files are written
-    and its section added in ``end``, after the counters were read. The session gives
-    it to the run last (``Run(listeners=...)``): the samplers start when every other
-    part is ready and stop first."""
+    just before the window opens and told to stop when the workers return; its files
+    are written and its section added in ``end``, after the counters were read. The
+    session gives it to the run last (``Run(listeners=...)``): the samplers start when
+    every other part is ready and stop first."""
 
     def __init__(self, samplers):
         self.samplers = samplers   # {result key: sampler}
 
     def start(self, phase):
         for s in self.samplers.values():
-            s.prepare(phase.name)
+            s.start(phase.name)
 
     def opened(self, phase):
         for s in self.samplers.values():
-            s.start(phase.name)
+            s.opened()
 
     def closing(self, phase):
         for s in self.samplers.values():

@@ -28,6 +28,7 @@ from gloaddriver.backends.launcher import Launcher
 from gloaddriver.measure import flamegraph, procfs
 
 STOP_WAIT = 60   # s: writing a long phase's stacks out takes py-spy or perf a moment
+READY_WAIT = 2   # s: how long a phase waits for py-spy to attach before it opens anyway
 _TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 
 
@@ -44,7 +45,7 @@ def find_tool(name):
     return None
 
 
-def _output(argv, timeout_note):
+def _output(argv, empty):
     """(exit code, output) of a short command; (None, why) if it cannot start."""
     try:
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -52,7 +53,7 @@ def _output(argv, timeout_note):
     except OSError as e:
         return None, '%s: %s' % (argv[0], e)
     out = p.communicate()[0].decode('utf-8', 'replace')
-    return p.returncode, out or timeout_note
+    return p.returncode, out or empty
 
 
 def _last_line(text):
@@ -82,7 +83,7 @@ def _mkdir(directory, flag):
 class _Sampler(object):
     """One sampling process per phase, started and stopped through the launcher."""
 
-    name = prefix = None
+    name = prefix = raw_suffix = None
 
     def __init__(self, directory, rate):
         self.directory = directory
@@ -97,17 +98,30 @@ class _Sampler(object):
     def prepare(self, phase):
         """Before the phase's window opens."""
 
+    def _ready(self):
+        """Whether the sampler has begun to sample (its log says so)."""
+        return True
+
     def _path(self, phase, suffix):
         """DIR/<prefix>.<phase>.<pid><suffix>, named like the callgrind files."""
         return os.path.join(self.directory, '%s.%s.%d%s' % (self.prefix, phase, os.getpid(),
                                                             suffix))
 
     def start(self, phase):
+        """Start sampling before the window opens, and wait (at most READY_WAIT) until it
+        samples: the window's first moments are then in the graph, and the start's cost
+        is not in the phase's figures."""
+        self.prepare(phase)
         self._raw = self._path(phase, self.raw_suffix)
         fd, self._log = tempfile.mkstemp(prefix='gloaddriver-sampler-')
         os.close(fd)
         self._proc = self.launcher.spawn(self._argv(self._raw), os.getcwd(), os.environ,
                                          self._log)
+        deadline = time.time() + READY_WAIT
+        while not self._ready() and time.time() < deadline and self._proc.poll() is None:
+            time.sleep(0.01)
+
+    def opened(self):
         self._t0 = time.time()
 
     def stop(self):
@@ -120,7 +134,7 @@ class _Sampler(object):
         """Wait for the sampler's exit; its last line if it failed, else None."""
         try:
             code = self._proc.wait(timeout=STOP_WAIT)
-        except RuntimeError as e:
+        except RuntimeError as e:   # left to die with the launcher at the run's end
             return str(e)
         with open(self._log) as f:
             log = f.read()
@@ -166,6 +180,10 @@ class ClientSampler(_Sampler):
                                      'needs root or kernel.yama.ptrace_scope=0'
                                      % _last_line(out))
         _mkdir(self.directory, '--flamegraph')
+
+    def _ready(self):
+        with open(self._log) as f:
+            return 'Sampling process' in f.read()
 
     def _argv(self, raw):
         # --function: a frame is a function (its first line), not each line it ran.

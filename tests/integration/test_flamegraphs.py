@@ -100,12 +100,13 @@ def test_a_local_postgresql_named_by_pid_shows_its_backends_functions(tmpdir):
         env = {'GLOADDRIVER_PASSWORD': server.password}
         rc, out, err, res = run_cli(
             ['--backend', 'postgres', '--dsn', server.dsn, '--greenlets', '10', '--ops', '0',
-             '--duration', '1', '--phases', 'insert', '--init', '--server-flamegraph', str(tmpdir),
+             '--duration', '3', '--phases', 'insert', '--init', '--server-flamegraph', str(tmpdir),
              '--server-pid', str(server.proc.pid)], env=env)
     finally:
         server.stop()
     assert rc == 0, err
     fg = res['phases'][0]['server_flamegraph']
+    assert fg['samples'] > 0, fg
     frames = set(f for s in fg['stacks'] for f in s.split(';'))
     assert 'postgres' in set(s.split(';')[0] for s in fg['stacks']), list(fg['stacks'])[:5]
     assert frames & set(['PostgresMain', 'exec_simple_query', 'exec_execute_message',
@@ -122,3 +123,33 @@ def test_a_local_postgresql_named_by_pid_shows_its_backends_functions(tmpdir):
 def test_flame_graph_flags_that_cannot_work_say_why(tarantool, args, words):
     rc, out, err, res = run_cli(args + ['--ops', '10'], tarantool)
     assert rc == 2 and words in err and 'Traceback' not in err and res is None, err
+
+
+@needs_py_spy
+def test_compat_writes_a_differential_flame_graph_of_the_two_interpreters(tmpdir):
+    from gloaddriver.compat.interpreters import find
+    from tests.integration.conftest import ROOT
+    import subprocess
+    import sys
+    other = os.path.join(ROOT, '.venv', 'py27' if sys.version_info[0] == 3 else 'py311',
+                         'bin', 'python')
+    if not os.path.exists(other):
+        other = find('2.7' if sys.version_info[0] == 3 else '3.11')
+    if other is None:
+        pytest.skip('no second interpreter here')
+    outdir = str(tmpdir)
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', 'compat', '--python', other,
+                          '--ops', '2000', '--rounds', '1', '--flamegraph', outdir],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    out, err = p.communicate()
+    out = out.decode('utf-8', 'replace')
+    assert 'verdict:' in out, err.decode('utf-8', 'replace')[-800:]
+    for phase in ('insert', 'select', 'update'):
+        path = os.path.join(outdir, 'diff.client.%s.B.folded' % phase)
+        assert '%s: client CPU, A against B' % phase in out and path in out, out[-1500:]
+        with open(path) as f:
+            rows = [l.rsplit(' ', 2) for l in f.read().splitlines()]
+        # each stack with its samples in A and in B; both sides sampled something
+        assert rows and all(a.isdigit() and b.isdigit() for _s, a, b in rows)
+        assert sum(int(a) for _s, a, _b in rows) > 0 and sum(int(b) for _s, _a, b in rows) > 0
