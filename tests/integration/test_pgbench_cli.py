@@ -4,7 +4,6 @@ pgbench binary beside it: the tables gloaddriver makes are the ones ``pgbench -i
 parser reads, with figures that agree with gloaddriver's own result."""
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import re
 import subprocess
@@ -14,6 +13,7 @@ import pytest
 
 from gloaddriver.backends.postgres import pgbench_tables
 from gloaddriver.backends.postgres.server import PostgresServer
+from tests import result_schema
 from tests.integration.conftest import ROOT, pg_query
 
 
@@ -196,7 +196,7 @@ def test_a_select_only_run_reads_as_pgbench_output(pg, tmpdir):
     assert (got['type'], got['scale'], got['mode'], got['clients'], got['threads'],
             got['duration']) == ('<builtin: select only>', '1', 'simple', '8', '1', '3')
     with open(path) as f:
-        result = json.load(f)
+        result = result_schema.read(f)      # the strict schema: every key described
     (phase,) = result['phases']
     assert int(got['processed'][0]) == phase['ok'] > 0 and got['processed'][1] is None
     assert got['failed'] == ('0', '0.000')
