@@ -178,7 +178,7 @@ def test_refusals_are_one_line(argv, words):
 
 
 def test_help_version_and_the_list_of_builtins_exit_0(capsys):
-    for argv, words in ((['--help'], ['-c NUM', '--greenlets', 'refused']),
+    for argv, words in ((['--help'], ['--client NUM', '--greenlets', 'refused']),
                         (['-?'], ['--per-statement']),
                         (['-V'], [pgbench_args.VERSION_LINE]),
                         (['-b', 'list'], ['tpcb-like: <builtin: TPC-B (sort of)>',

@@ -122,6 +122,7 @@ def prepare_scripts(cur, scripts, keep=True):
                 cur.execute('DEALLOCATE %s' % name)
 
 
+_SETUP_LOCK = 0x676c706762          # the advisory lock of the setup ('glpgb')
 _PGBENCH_TABLE = re.compile(r'\bpgbench_(branches|tellers|accounts|history)\b', re.I)
 
 
@@ -132,10 +133,16 @@ def setup(cur, scripts, run, init):
     statement, not an error per op). Returns pgbench's :scale: the row count of
     pgbench_branches when it exists, else --scale, else 1."""
     from gloaddriver.backends.postgres import pgbench_tables
-    scale = pgbench_tables.scale_of(cur)
-    if scale is None and init and _wants_pgbench_tables(scripts, run):
-        pgbench_tables.create(cur, run.scale or 1)
+    # --processes: every process sets up; one at a time, so that one makes the tables
+    # and the others find them (a session lock, released when this block ends).
+    cur.execute('SELECT pg_advisory_lock(%s)', (_SETUP_LOCK,))
+    try:
         scale = pgbench_tables.scale_of(cur)
+        if scale is None and init and _wants_pgbench_tables(scripts, run):
+            pgbench_tables.create(cur, run.scale or 1)
+            scale = pgbench_tables.scale_of(cur)
+    finally:
+        cur.execute('SELECT pg_advisory_unlock(%s)', (_SETUP_LOCK,))
     prepare_scripts(cur, scripts, keep=False)
     return (run.scale or 1) if scale is None else scale
 
