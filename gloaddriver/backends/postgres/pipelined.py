@@ -264,13 +264,7 @@ class PipelinedConnection(SharedSocket):
         """--session-init as a simple Query, before the statements are prepared (they
         see the session it sets); its error refuses the socket as a statement's would."""
         sock.sendall(frame_simple(self._session_init))
-        error = None
-        while True:
-            kind, payload, buf = _read_message(sock, buf)
-            if kind == b'E' and error is None:
-                error = error_fields(payload)
-            elif kind == b'Z':
-                break
+        error, buf = _first_error(sock, buf)
         if error is not None:
             raise errors.SchemaError('PostgreSQL at %s: --session-init failed: %s (SQLSTATE %s)'
                                      % (self.address, error.get('M', '?'), error.get('C', '?')))
@@ -280,13 +274,7 @@ class PipelinedConnection(SharedSocket):
         """Parse every statement on a new socket before it carries requests: one round
         trip, so a reconnect costs one more, not one per statement."""
         sock.sendall(b''.join(_parse(n, sql) for n, sql in self._statements) + _SYNC)
-        error = None
-        while True:
-            kind, payload, buf = _read_message(sock, buf)
-            if kind == b'E' and error is None:
-                error = error_fields(payload)
-            elif kind == b'Z':
-                break
+        error, buf = _first_error(sock, buf)
         if error is not None:
             raise errors.SchemaError('PostgreSQL at %s cannot prepare the statements: %s '
                                      '(SQLSTATE %s)' % (self.address, error.get('M', '?'),
@@ -443,6 +431,18 @@ class PipelinedConnection(SharedSocket):
 
 def _send(sock, kind, body):
     sock.sendall(kind + _I.pack(len(body) + 4) + body)
+
+
+def _first_error(sock, buf):
+    """(the fields of the first error before the next ReadyForQuery or None, the rest)
+    of a startup exchange (blocking)."""
+    error = None
+    while True:
+        kind, payload, buf = _read_message(sock, buf)
+        if kind == b'E' and error is None:
+            error = error_fields(payload)
+        elif kind == b'Z':
+            return error, buf
 
 
 def _read_message(sock, buf):
