@@ -352,7 +352,9 @@ def test_the_postgres_pool_times_out_through_a_pause_and_goes_on(tmpdir):
     assert_accounted(res)
     (phase,) = res['phases']
     o = the_outage_of(phase, res['faults'])
-    assert abs(o['duration'] - 1.5) <= 0.5 and o['timed_out'] > 0, o
+    # The 1.5 s pause, give or take a request timeout (0.5 s: the replies that were
+    # waiting when it began, and those held past its end) and a busy machine's lag.
+    assert 1.0 <= o['duration'] <= 1.5 + 0.5 + 0.5 and o['timed_out'] > 0, o
     assert phase['timeline'][-1]['ok'] > 0
     assert res['verify']['acknowledged_lost'] == 0
 
