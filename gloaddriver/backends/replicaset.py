@@ -150,8 +150,8 @@ class ReplicaSet(object):
         # One look now, unhurried, opens the members' connections: the looks of the
         # phases' edges and intervals then only ask (a login each would not fit in them).
         self.figures(5.0)
-        return metrics.with_more(lambda: self.figures(0.8 * period), lambda: None, rates,
-                                 gauges, charts)
+        return metrics.with_more(lambda timeout: self.figures(0.8 * timeout), lambda: None,
+                                 rates, gauges, charts)
 
     def settings(self):
         """What the manifest says about the set (never a password)."""

@@ -1,7 +1,8 @@
 """What the server saw, sampled each interval next to the client's figures.
 
-A backend gives a sampler (``Backend.server_metrics``): a function returning
-the server's cumulative counters, read on a connection of its own, and which of
+A backend gives a sampler (``Backend.server_metrics``): a function of the
+seconds it has, returning the server's cumulative counters read on a
+connection of its own (the time is enforced around it too), and which of
 them are rates and which gauges. Tarantool, say, gives ``box.stat()`` request
 totals, PostgreSQL ``pg_stat_database``; each backend's ``metrics.py`` says
 what its figures mean. For a server this driver spawned, its CPU over each
@@ -19,6 +20,14 @@ from gloaddriver.py23 import clock, spawn_named
 from gloaddriver.measure import procfs
 
 _TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
+
+# A look at a phase's edge is outside the window, so it can wait: a healthy server on a
+# busy machine can take more than a second to answer (several servers and clients on
+# two cores), and an edge without figures leaves the whole phase without them. A server
+# that did not answer its last look gets EDGE_WAIT_DOWN only: a paused one must not
+# hold a phase's end for long.
+EDGE_WAIT = 3.0
+EDGE_WAIT_DOWN = 1.0
 
 
 def process_cpu_seconds(pid):
@@ -49,7 +58,13 @@ class ServerMetrics(object):
         self.charts = list(charts)
         self.pid = pid
         self.error = None
+        self.answered = True    # did the last look come back? (the first is yet to come)
         self._sampling = None   # the greenlet inside the sampler now, if any
+
+    def edge(self):
+        """A look at a phase's edge: cumulative counters with the server's CPU time, or
+        None; waited for EDGE_WAIT (EDGE_WAIT_DOWN when the last look went unanswered)."""
+        return self.sample(cpu=True, timeout=EDGE_WAIT if self.answered else EDGE_WAIT_DOWN)
 
     def sample(self, cpu=False, timeout=1.0):
         """Cumulative counters, or None when the server does not answer within
@@ -59,12 +74,14 @@ class ServerMetrics(object):
         self._sampling = getcurrent()
         try:
             with gevent.Timeout(timeout, False):   # False: leave the block quietly
-                s = self._sampler()
+                s = self._sampler(timeout)
         except Exception as e:   # the server may be down: metrics are best effort
             self.error = str(e)
+            self.answered = False
             return None
         finally:
             self._sampling = None
+        self.answered = s is not None
         if s is None:
             self.error = 'no answer within %.1f s' % timeout
             return None
@@ -110,14 +127,14 @@ class ServerMetrics(object):
         so that a leader that is down still leaves the members' figures."""
         mine = self._sampler
 
-        def quietly(f):
+        def quietly(f, timeout):
             try:
-                return f()
-            except Exception:    # that side is down: the other's figures still count
-                return None
+                return f(timeout)
+            except Exception as e:    # that side is down: the other's figures still count
+                return e
 
-        def both():
-            jobs = [gevent.spawn(quietly, f) for f in (mine, sampler)]
+        def both(timeout):
+            jobs = [gevent.spawn(quietly, f, timeout) for f in (mine, sampler)]
             try:
                 gevent.joinall(jobs)     # within sample()'s timeout
             finally:
@@ -127,8 +144,11 @@ class ServerMetrics(object):
                 gevent.killall(jobs)
             out = {}
             for job in jobs:
-                if job.value:
+                if isinstance(job.value, dict):
                     out.update(job.value)
+            failed = [job.value for job in jobs if isinstance(job.value, Exception)]
+            if not out and failed:
+                raise failed[0]     # the error the result shows
             return out or None
 
         def close_both():
@@ -184,5 +204,10 @@ class Poller(object):
         return (clock(), s) if s is not None else None
 
     def stop(self):
-        if self._job is not None:
-            self._job.kill(block=False)
+        """Let the look still out end (within its own timeout) before the phase's edge
+        looks: it holds the sampler's connections, one query each at a time, and the
+        edge would find them busy. Outside the window, so waiting costs no figure."""
+        job = self._job
+        if job is not None:
+            job.join(self.period)
+            job.kill(block=False)

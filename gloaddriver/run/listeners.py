@@ -89,7 +89,7 @@ class ServerMetrics(Listener):
         self._intervals = []
 
     def start(self, phase):
-        self._first = self.metrics.sample(cpu=True)
+        self._first = self.metrics.edge()
         self._intervals = []
         self._poller = self._prev = None
 
@@ -118,7 +118,7 @@ class ServerMetrics(Listener):
     def end(self, phase, result):
         if self._poller is not None:
             self._poller.stop()
-        last = self.metrics.sample(cpu=True)
+        last = self.metrics.edge()
         result['server_metrics'] = {
             'phase': self.metrics.delta(self._first, last, phase.window.seconds),
             'intervals': self._intervals, 'error': self.metrics.error,

@@ -29,6 +29,15 @@ from gloaddriver.workload import keyspace
 UNLIMITED = keyspace.UNLIMITED
 
 
+# Every HUB_EVERY + 1 ops of a phase (all workers together), the running worker lets the
+# hub run once. An op that never blocks (a workload file's pure-Python op) would
+# otherwise keep the hub out for good: no timer, no ticker, no signal would ever run,
+# and the phase would never end. For ops that block anyway it is one more switch in
+# 256 ops.
+HUB_EVERY = 255
+yield_to_hub = gevent.sleep
+
+
 class Budget(object):
     """Ops left in a phase; setting ``left`` to 0 stops every worker. ``watch`` is the
     phase's OutageWatch, which the error path tells of each failure; ``debug`` (--debug)
@@ -75,6 +84,8 @@ def _run_single(budget, st, fn, next_key, clock=clock):
     """The hot loop of a one-op phase: keep it lean, it runs once per op."""
     while budget.left > 0:
         budget.left -= 1
+        if not budget.left & HUB_EVERY:
+            yield_to_hub()
         st.attempted += 1
         key = next_key()
         t0 = clock()
@@ -93,6 +104,8 @@ def _run_mix(budget, table, cumulative, rand, clock=clock):
     total = cumulative[-1]
     while budget.left > 0:
         budget.left -= 1
+        if not budget.left & HUB_EVERY:
+            yield_to_hub()
         st, fn, next_key = table[bisect_right(cumulative, rand() * total)]
         st.attempted += 1
         key = next_key()
@@ -144,6 +157,8 @@ def _run_open(budget, pick, schedule, limit, clock=clock):
             st.dropped += 1     # too far behind to be worth sending (pgbench -R -L)
             continue
         budget.left -= 1
+        if not budget.left & HUB_EVERY:
+            yield_to_hub()
         st.attempted += 1
         key = next_key()
         t0 = clock()

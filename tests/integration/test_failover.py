@@ -276,7 +276,9 @@ def test_reads_from_replicas_are_the_replicas_requests(backend, connector):
 
     def served(name):
         phase = _phase(res, name)
-        counts = phase['server_metrics']['phase']['counts']
+        sm = phase['server_metrics']
+        assert sm['phase'] is not None, (name, sm['error'])
+        counts = sm['phase']['counts']
         return phase['ok'], dict((k.split('@')[1], v) for k, v in counts.items()
                                  if k.startswith('requests@'))
     (inserts, writes), (selects, reads) = served('insert'), served('select')

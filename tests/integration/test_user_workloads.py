@@ -300,6 +300,23 @@ def test_a_failing_op_in_a_workload_file_is_counted_by_kind(orders, tmpdir):
     assert 'not this one' in out
 
 
+@pytest.mark.parametrize('loop', [[], ['--rate', '100000']])
+def test_ops_that_never_block_still_end_on_time_with_their_rows(orders, tmpdir, loop):
+    # Pure Python ops never give the event loop a turn by themselves: the runner does,
+    # or no timer, progress row or signal would run and the phase would never end.
+    path = write(tmpdir, 'cpu.py', u'def op_cpu(db, key):\n'
+                                   u'    return sum(i * i for i in range(200))\n')
+    rc, out, err, res = run_cli(['--workload-file', path, '--ops', '0', '--duration', '2',
+                                 '--greenlets', '4', '--interval', '0.5'] + loop,
+                                server=orders, timeout=120)
+    assert rc == 0, err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    assert phase['ok'] > 1000 and phase['failed'] == 0
+    assert 2.0 <= phase['seconds'] < 4.0, phase['seconds']     # the timer ran
+    assert len(phase['timeline']) >= 3, phase['timeline']
+
+
 def test_ops_that_raise_before_sending_are_no_requests_per_send(orders, tmpdir):
     # The sync connector keeps no counts of its own: requests per send come from the
     # send syscalls, and an op that raised sent nothing.

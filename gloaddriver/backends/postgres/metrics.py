@@ -49,7 +49,7 @@ def sampler(pool, pid=None):
         pgpool.forget(item.fd)
         item.conn.close()
 
-    def sample():
+    def sample(timeout):     # the caller bounds it
         if held['user'] is not None:
             raise RuntimeError('the last sample is still out')
         held['user'] = getcurrent()

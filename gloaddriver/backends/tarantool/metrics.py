@@ -25,7 +25,7 @@ def sampler(conn, pid=None):
     """The sampler on ``conn``, a buffered connection not yet connected."""
     conn.connect()
 
-    def sample():
+    def sample(timeout):     # the caller bounds it
         return dict(conn.eval(_SAMPLE)[0])
     return ServerMetrics(sample, conn.close, RATES, GAUGES, charts=CHARTS, pid=pid,
                          progress_label=PROGRESS_LABEL)
