@@ -8,6 +8,18 @@ import argparse
 from collections import namedtuple
 
 
+def last_value(argv, flag):
+    """The text of ``flag`` in a command line as argparse reads it (``--f V`` or
+    ``--f=V``; the last one given wins), or None when it is not there."""
+    found = None
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif a.startswith(flag + '='):
+            found = a.split('=', 1)[1]
+    return found
+
+
 def _number(text, cast, what, minimum, rule):
     try:
         value = cast(text)

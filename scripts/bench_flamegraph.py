@@ -10,16 +10,15 @@ share of a core py-spy used) and writes JSON under bench-results/.
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
 
-from benchlib import ROOT, driver, median, out_path
+from benchlib import (ROOT, driver, exit_code, fill_tarantool, median, out_path,
+                      write_json)
 
 sys.path.insert(0, ROOT)
 
-from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
 from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
 
 KINDS = ('no flame graph', '--flamegraph')
@@ -43,10 +42,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix='gloaddriver-bench-flamegraph-')
     try:
         with TarantoolServer() as server:
-            conn = Connection(server.host, server.port, server.user, server.password).connect()
-            conn.eval(u"local s = box.space.gloaddriver for i = 0, ... - 1 do "
-                      u"s:replace({i, string.rep('x', 1536)}) end", args.keys)
-            conn.close()
+            fill_tarantool(server, args.keys)
             target = ['--uri', server.uri, '--user', server.user]
             for r in range(args.rounds):
                 for name in KINDS:
@@ -96,12 +92,8 @@ def main():
                      '{:,}'.format(int(t['p99_us'])), int(t['samples']),
                      '-' if share is None else '%.1f%% core' % (100 * share),
                      ' / '.join('{:,}'.format(int(v)) for v in t['ops_per_sec_each'])))
-    with open(out, 'w') as f:
-        json.dump({'table': table, 'runs': runs, 'args': vars(args)}, f, indent=1,
-                  sort_keys=True)
-    print('JSON: %s' % out)
-    bad = sum(x['failed'] for x in runs)
-    return 1 if bad or len(runs) != len(KINDS) * args.rounds else 0
+    write_json(out, {'table': table, 'runs': runs, 'args': vars(args)})
+    return exit_code(runs, len(KINDS) * args.rounds)
 
 
 if __name__ == '__main__':

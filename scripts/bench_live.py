@@ -12,16 +12,15 @@ and writes JSON; the drops each run reported are kept there too.
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import json
 import sys
 import threading
 
-from benchlib import ROOT, driver, median, out_path
+from benchlib import (ROOT, driver, exit_code, fill_tarantool, median, out_path,
+                      write_json)
 
 sys.path.insert(0, ROOT)
 
 from gloaddriver.backends.spawn import free_port  # noqa: E402
-from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
 from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
 
 try:
@@ -96,10 +95,7 @@ def main():
              'web, 2 streams watching')
     runs = []
     with TarantoolServer() as server:
-        conn = Connection(server.host, server.port, server.user, server.password).connect()
-        conn.eval(u"local s = box.space.gloaddriver for i = 0, ... - 1 do "
-                  u"s:replace({i, string.rep('x', 1536)}) end", args.keys)
-        conn.close()
+        fill_tarantool(server, args.keys)
         target = ['--uri', server.uri, '--user', server.user]
         for r in range(args.rounds):
             for name in kinds:
@@ -168,12 +164,8 @@ def main():
     if seen:
         print('web: interval events each stream got per run: %s' % ', '.join(
             '/'.join(str(n) for n in s) for s in seen))
-    with open(out, 'w') as f:
-        json.dump({'table': table, 'runs': runs, 'args': vars(args)}, f, indent=1,
-                  sort_keys=True)
-    print('JSON: %s' % out)
-    bad = sum(x['failed'] for x in runs)
-    return 1 if bad or len(runs) != len(kinds) * args.rounds else 0
+    write_json(out, {'table': table, 'runs': runs, 'args': vars(args)})
+    return exit_code(runs, len(kinds) * args.rounds)
 
 
 if __name__ == '__main__':

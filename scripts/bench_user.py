@@ -10,16 +10,15 @@ difference. Prints one table (medians over the rounds) and writes JSON.
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 
-from benchlib import ROOT, driver, median, out_path
+from benchlib import (ROOT, driver, exit_code, fill_tarantool, median, out_path,
+                      write_json)
 
 sys.path.insert(0, ROOT)
 
-from gloaddriver.backends.tarantool.connection import Connection  # noqa: E402
 from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
 
 WORKLOAD = u'''
@@ -48,10 +47,7 @@ def main():
     runs = []
     try:
         with TarantoolServer() as server:
-            conn = Connection(server.host, server.port, server.user, server.password).connect()
-            conn.eval(u"local s = box.space.gloaddriver for i = 0, ... - 1 do "
-                      u"s:replace({i, string.rep('x', 1536)}) end", args.keys)
-            conn.close()
+            fill_tarantool(server, args.keys)
             target = ['--uri', server.uri, '--user', server.user]
             for r in range(args.rounds):
                 for name, extra in kinds:
@@ -87,12 +83,8 @@ def main():
         print(fmt % (t['kind'], t['runs'], '{:,}'.format(int(t['ops_per_sec'])),
                      '%.2f' % t['cpu_us_per_op'], '{:,}'.format(int(t['p99_us'])),
                      '%.3f' % t['syscalls_per_op'], '%.2fx' % t['cpu_ratio']))
-    with open(out, 'w') as f:
-        json.dump({'table': table, 'runs': runs, 'args': vars(args)}, f, indent=1,
-                  sort_keys=True)
-    print('JSON: %s' % out)
-    bad = sum(x['failed'] + x['misses'] for x in runs)
-    return 1 if bad or len(runs) != 2 * args.rounds else 0
+    write_json(out, {'table': table, 'runs': runs, 'args': vars(args)})
+    return exit_code(runs, 2 * args.rounds, lambda run: run['failed'] + run['misses'])
 
 
 if __name__ == '__main__':

@@ -1,5 +1,5 @@
-"""What the benchmark scripts share: running the driver as a user would, and where
-their JSON goes."""
+"""What the benchmark scripts share: running the driver as a user would, a server's
+rows, where their JSON goes and their exit code."""
 from __future__ import absolute_import, division, print_function
 
 import json
@@ -61,3 +61,26 @@ def out_path(given, kind):
     if not os.path.isdir(folder):
         os.makedirs(folder)
     return path
+
+
+def fill_tarantool(server, keys):
+    """``keys`` rows of 1.5 KB in the driver's space of a spawned Tarantool: what the
+    select phases of the benchmarks read."""
+    from gloaddriver.backends.tarantool.connection import Connection
+    conn = Connection(server.host, server.port, server.user, server.password).connect()
+    try:
+        conn.eval(u"local s = box.space.gloaddriver for i = 0, ... - 1 do "
+                  u"s:replace({i, string.rep('x', 1536)}) end", keys)
+    finally:
+        conn.close()
+
+
+def write_json(out, data):
+    with open(out, 'w') as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    print('JSON: %s' % out)
+
+
+def exit_code(runs, expected, failed=lambda run: run['failed']):
+    """0 when all ``expected`` runs came back and none had a failed op, else 1."""
+    return 1 if sum(failed(x) for x in runs) or len(runs) != expected else 0

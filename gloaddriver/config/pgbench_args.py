@@ -35,7 +35,7 @@ import sys
 import time
 from collections import namedtuple
 
-from gloaddriver import __version__, errors
+from gloaddriver import __version__, converters, errors
 from gloaddriver.config.flags import PASSWORD_ENV
 from gloaddriver.report.pgbench_summary import Script, Settings, builtin_label
 from gloaddriver.workload.script.builtin import NAMES
@@ -464,13 +464,8 @@ def _dsn(args):
 
 def _own_value(own, flag, default):
     """The value of a gloaddriver flag given after -- (the last), else ``default``."""
-    value = default
-    for i, a in enumerate(own):
-        if a == flag and i + 1 < len(own):
-            value = own[i + 1]
-        elif a.startswith(flag + '='):
-            value = a.split('=', 1)[1]
-    return value
+    value = converters.last_value(own, flag)
+    return default if value is None else value
 
 
 def _own_flag(own, flag):

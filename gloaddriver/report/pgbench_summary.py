@@ -30,6 +30,7 @@ from __future__ import absolute_import, division, print_function
 import math
 from collections import namedtuple
 
+from gloaddriver import converters
 from gloaddriver.measure import stats
 from gloaddriver.workload.script.builtin import DESCRIPTIONS, NAMES
 
@@ -79,12 +80,7 @@ def _given(argv, flag):
 def _value(argv, flag):
     """A flag's number in argv (the last given); None when absent or not a plain number
     (a unit such as 5s or 100k: then the manifest's own figure is used)."""
-    found = None
-    for i, a in enumerate(argv):
-        if a == flag and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif a.startswith(flag + '='):
-            found = a.split('=', 1)[1]
+    found = converters.last_value(argv, flag)
     try:
         return None if found is None else float(found)
     except ValueError:
