@@ -36,6 +36,7 @@ EXIT_OPS_FAILED = 1    # some ops failed or timed out, or the run was aborted
 EXIT_USAGE = 2         # bad flags, profile or input file
 EXIT_SETUP = 3         # the run could not start: server, auth, schema
 EXIT_THRESHOLD = 4     # a --fail-if threshold did not hold (or an @abort one stopped the run)
+EXIT_CLIENT_LIMIT = 5  # --find-max: the client could not keep a step's rate (no knee)
 EXIT_INTERRUPTED = 130
 INTERRUPTED = 'interrupted'   # the "aborted" reason of a run stopped by SIGINT or SIGTERM
 
@@ -43,8 +44,9 @@ INTERRUPTED = 'interrupted'   # the "aborted" reason of a run stopped by SIGINT 
 # README.md and docs/report.md show (scripts/docsgen.py writes it into each; the docs
 # tests fail when one of them says otherwise). Markdown: backticks are code.
 EXIT_CODES = (
-    (EXIT_OK, 'every op succeeded (with `--fail-if`: every threshold held); `compat`: no '
-              'check failed'),
+    (EXIT_OK, 'every op succeeded (with `--fail-if`: every threshold held; with '
+              '`--find-max`: the search ended with a knee, or held up to its last step); '
+              '`compat`: no check failed'),
     (EXIT_OPS_FAILED, 'some ops failed or timed out, the run was aborted (server gone past '
                       '`--outage-limit`, or lost while a later phase was being set up: the '
                       'phases that ran are written), `--verify` found an acknowledged '
@@ -57,7 +59,11 @@ EXIT_CODES = (
                  'that cannot be had (`--web`, `--prometheus-port`); `compat`: an '
                  'interpreter that cannot run gloaddriver'),
     (EXIT_THRESHOLD, 'a `--fail-if` threshold did not hold, or one marked `@abort` broke '
-                     'while the run went and stopped it (what ran is reported)'),
+                     'while the run went and stopped it (what ran is reported); '
+                     '`--find-max`: no rate tried held the objective'),
+    (EXIT_CLIENT_LIMIT, '`--find-max`: the client could not keep a step\'s rate (its CPU, or '
+                        'too few greenlets), so the search found the client\'s limit, not '
+                        'the server\'s knee: add `--processes` or `--greenlets`'),
     (EXIT_INTERRUPTED, 'interrupted (SIGINT or SIGTERM); what ran is still reported'),
 )
 

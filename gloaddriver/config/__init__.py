@@ -14,7 +14,7 @@ import sys
 from collections import namedtuple
 
 from gloaddriver import backends, converters, errors, workload
-from gloaddriver.config import fail_if
+from gloaddriver.config import fail_if, find_max
 from gloaddriver.config.flags import (DEFAULT_GREENLETS, PASSWORD_ENV, CheckingParser,
                                       build_parser, value_flags)
 
@@ -23,7 +23,7 @@ Target = namedtuple('Target', 'spawn wal_mode user password spawn_init faults re
 Load = namedtuple('Load', [
     'greenlets', 'processes', 'phases', 'ops', 'duration', 'warmup', 'keys', 'distribution',
     'value_size', 'seed', 'checksum', 'rate', 'arrival', 'latency_limit', 'shard',
-    'workload_file', 'start_at', 'verify', 'stages', 'repeat'])
+    'workload_file', 'start_at', 'verify', 'stages', 'repeat', 'find_max'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
 Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug web '
                                'junit percentiles abort_window abort_grace')
@@ -184,6 +184,7 @@ def parse(argv=None, environ=None):
     args = parser.parse_args(argv)
     kind = backends.get(args.backend)
     _foreign_flags(args, kind)
+    find_max.check_flags(args)
     stages = _stages(args)
     if args.greenlets is None:     # (--stages of greenlets have made it their peak)
         args.greenlets = DEFAULT_GREENLETS
@@ -195,7 +196,7 @@ def parse(argv=None, environ=None):
     _check_replicas(args)
     if args.spawn_init and not os.path.isfile(args.spawn_init):
         raise errors.ConfigError('--spawn-init %s: no such file' % args.spawn_init)
-    if args.ops == 0 and args.duration == 0 and stages is None:
+    if args.ops == 0 and args.duration == 0 and stages is None and args.find_max is None:
         raise errors.ConfigError('--ops 0 needs a --duration, or the phase never ends')
     if args.timeout <= 0:
         raise errors.ConfigError('--timeout must be above 0')
@@ -205,7 +206,8 @@ def parse(argv=None, environ=None):
     _check_flamegraphs(args)
     if args.rate is not None and args.rate <= 0:
         raise errors.ConfigError('--rate must be above 0 ops/s')
-    if args.rate is None and (args.arrival is not None or args.latency_limit is not None):
+    if args.rate is None and args.find_max is None and (args.arrival is not None or
+                                                        args.latency_limit is not None):
         raise errors.ConfigError('--arrival and --latency-limit need --rate')
     _check_outputs(args)
     if args.interval is not None and (args.interval <= 0 or (
@@ -218,6 +220,7 @@ def parse(argv=None, environ=None):
     else:
         phases = _load_first(args, kind, opts, kind.phases(opts, args.phases, args.mix,
                                                            args.load))
+    percentiles, fail_conditions = _thresholds(args, kind, opts, phases)
     load = Load(
         greenlets=args.greenlets, processes=args.processes, phases=phases, ops=args.ops,
         duration=args.duration, warmup=args.warmup, keys=args.keys or args.ops or 100000,
@@ -225,9 +228,9 @@ def parse(argv=None, environ=None):
         checksum=args.checksum, rate=args.rate, arrival=args.arrival or 'constant',
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None,
         shard=_shard(args.shard, environ), workload_file=args.workload_file,
-        start_at=args.start_at, verify=args.verify, stages=stages, repeat=args.repeat)
+        start_at=args.start_at, verify=args.verify, stages=stages, repeat=args.repeat,
+        find_max=find_max.build(args, kind.judged_phases(opts, phases), percentiles))
     _check_shard(load.shard, load.keys)
-    percentiles, fail_conditions = _thresholds(args, kind, opts, phases)
     _check_repeat(args, kind.judged_phases(opts, phases))
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
@@ -537,9 +540,6 @@ def _check_flamegraphs(args):
     if args.server_pid is not None and not os.path.exists('/proc/%d' % args.server_pid):
         raise errors.ConfigError('--server-pid %d: no such process on this host'
                                  % args.server_pid)
-    if args.server_flamegraph and (args.processes or 1) > 1:
-        raise errors.ConfigError('--server-flamegraph with --processes is not supported yet: '
-                                 'record the server of a one-process run')
     if args.flamegraph_rate is not None and args.flamegraph_rate > MAX_FLAMEGRAPH_RATE:
         raise errors.ConfigError('--flamegraph-rate %d: at most %d samples per second'
                                  % (args.flamegraph_rate, MAX_FLAMEGRAPH_RATE))

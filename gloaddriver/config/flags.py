@@ -9,10 +9,17 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import sys
 
-from gloaddriver import __version__, backends, errors
+from gloaddriver import __version__, backends, converters, errors
 from gloaddriver.converters import count, positive_int, seconds
 from gloaddriver.measure import profiler
 from gloaddriver.workload import keys, sizes
+
+# --find-max's defaults: a low first rate doubled, steps long enough for a stable p99.
+FIND_MAX_START = 100.0
+FIND_MAX_STEP = 5.0
+FIND_MAX_WARMUP = 1.0
+FIND_MAX_RESOLUTION = 5.0
+FIND_MAX_STEPS = 20
 
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
 REPLICATION_MODES = ('async', 'sync', 'remote_apply')
@@ -34,6 +41,14 @@ SUBCOMMANDS = (
     ('pgbench', "pgbench 15's flags and summary, run by gloaddriver on PostgreSQL "
                 '(pgbench -i makes the tables)'),
 )
+
+
+def _duration(text):
+    """A time written as --stages and --fault write it: 5s, 500ms, 2m or plain seconds."""
+    try:
+        return converters.duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def _distribution(text):
@@ -242,6 +257,25 @@ def build_parser(cls=None):
                    help='run the phases N times, one round after another (as memtier\'s '
                         '--run-count), and report each round, then the median, best and '
                         'worst of each figure with their spread')
+    g = p.add_argument_group('find the knee (see docs/find-max.md)')
+    g.add_argument('--find-max', default=None, metavar='CONDITIONS',
+                   help='search for the highest arrival rate that holds these --fail-if '
+                        'conditions (e.g. p99<5ms,errors<0.1%%): open-loop steps of one '
+                        'phase or mix, doubling the rate until a step breaks them, then '
+                        'bisecting; exit 0 with a knee, 4 when no rate held, 5 when the '
+                        'client could not keep a rate')
+    g.add_argument('--find-max-start', type=float, default=None, metavar='OPS_PER_SEC',
+                   help='the first step\'s rate (default %g)' % FIND_MAX_START)
+    g.add_argument('--find-max-step', type=_duration, default=None, metavar='SECONDS',
+                   help='each step\'s measured window (default %g)' % FIND_MAX_STEP)
+    g.add_argument('--find-max-warmup', type=_duration, default=None, metavar='SECONDS',
+                   help='unrecorded load at the step\'s rate before its window (default %g)'
+                        % FIND_MAX_WARMUP)
+    g.add_argument('--find-max-resolution', default=None, metavar='PERCENT',
+                   help='stop when the highest rate held and the lowest broken are this '
+                        'close (default %g%%%%)' % FIND_MAX_RESOLUTION)
+    g.add_argument('--find-max-steps', type=positive_int, default=None, metavar='N',
+                   help='at most N steps (default %d)' % FIND_MAX_STEPS)
     g = p.add_argument_group('limits')
     g.add_argument('--timeout', type=seconds, default=5.0, metavar='SECONDS',
                    help='per-request timeout')

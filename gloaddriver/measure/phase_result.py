@@ -289,6 +289,10 @@ class PhaseResult(dict):
         fg = flamegraph.merged([p.get('flamegraph') for p in parts])
         if fg:
             res['flamegraph'] = fg
+        # One server, recorded by one part (run.processes gives it to the first).
+        server_fg = [p['server_flamegraph'] for p in parts if p.get('server_flamegraph')]
+        if server_fg:
+            res['server_flamegraph'] = server_fg[0]
         # One server seen by every part: any part's samples are the server's.
         metrics = [p['server_metrics'] for p in parts if p.get('server_metrics')]
         if metrics:

@@ -12,10 +12,12 @@ from gloaddriver.measure import client_bound, stats
 from gloaddriver.measure.phase_result import PhaseResult
 
 
-def build(manifest, phases, aborted=None, verify=None, faults=None, live=None, repeat=1):
+def build(manifest, phases, aborted=None, verify=None, faults=None, live=None, repeat=1,
+          find_max=None):
     """The result of one run (or of a merge, whose parts' figures are already in
     ``phases``): the run's warnings are its phases' warnings, in phase order; with
-    --repeat N (``repeat``), the rounds summarised."""
+    --repeat N (``repeat``), the rounds summarised; with --find-max, the search
+    (``find_max``, run/find_max.py's)."""
     phases = list(phases)
     result = {'manifest': manifest, 'phases': phases, 'aborted': aborted,
               'warnings': client_bound.collect(phases)}
@@ -23,7 +25,8 @@ def build(manifest, phases, aborted=None, verify=None, faults=None, live=None, r
         from gloaddriver.measure import repeats
         result['repeat'] = repeats.summary(phases, repeat, manifest.get('percentiles') or
                                            stats.DEFAULT_PERCENTILES)
-    for key, value in (('verify', verify), ('faults', faults), ('live', live)):
+    for key, value in (('verify', verify), ('faults', faults), ('live', live),
+                       ('find_max', find_max)):
         if value is not None:
             result[key] = value
     return result

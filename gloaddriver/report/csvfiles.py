@@ -1,7 +1,8 @@
 """``--csv PREFIX``: the result as CSV files, for spreadsheets and the tools that read
 Locust's: ``PREFIX_stats.csv`` (a row per phase and per op of a mix),
 ``PREFIX_history.csv`` (a row per interval of each phase's timeline) and
-``PREFIX_failures.csv`` (a row per error kind, with its first message)."""
+``PREFIX_failures.csv`` (a row per error kind, with its first message); with
+--find-max, ``PREFIX_find_max.csv`` (a row per step of the search)."""
 from __future__ import absolute_import, division, print_function
 
 import csv
@@ -9,6 +10,7 @@ import io
 import sys
 
 from gloaddriver.measure import stats
+from gloaddriver.report import find_max
 from gloaddriver.report.text import round_name
 
 
@@ -79,6 +81,9 @@ def write(result, prefix):
                                ('history', _history_header(result), history_rows(result)),
                                ('failures', FAILURES, failure_rows(result))):
         _write(out[name], header, rows)
+    if result.get('find_max'):
+        out['find_max'] = '%s_find_max.csv' % prefix
+        _write(out['find_max'], find_max.CSV_HEADER, find_max.csv_rows(result))
     return out
 
 

@@ -9,6 +9,7 @@
   var view = JSON.parse(document.getElementById('gl-data').textContent);
   var app = document.getElementById('app');
   var plots = {};          // chart id -> {u, key}
+  var flameCharts = [];    // the page's flame graphs, drawn after the sections
   var pending = false;
 
   function el(tag, cls, text) {
@@ -195,6 +196,32 @@
     plots[spec.id] = {u: u, fig: fig};
   }
 
+  // --find-max: latency against achieved throughput, a point per step (the hockey stick),
+  // the objective's limits as flat lines, the knee as a dot of its own.
+  function findMaxChart() {
+    var f = view.find_max;
+    app.appendChild(el('h2', null, 'Find the knee: latency against throughput, a point per step'));
+    app.appendChild(el('p', 'sub', f.finding));
+    var grid = el('div', 'grid');
+    app.appendChild(grid);
+    var s = [['p50', 'p50'], ['p90', 'p90'], ['p99', 'p99'], ['p999', 'p99.9']].map(function (k, i) {
+      return {label: k[1] + ' ms', values: f.latency_ms[k[0]], color: COLORS[i]};
+    });
+    f.objective.forEach(function (o) {
+      s.push({label: o.label, values: f.x.map(function () { return o.ms; }), dash: true, color: '#555'});
+    });
+    if (f.knee !== null) {
+      s.push({label: 'knee', width: 0, color: COLORS[2],
+              values: f.x.map(function (x, i) { return i === f.knee ? f.latency_ms.p99[i] : null; })});
+    }
+    chart(grid, {id: 'find-max', title: 'Latency (from the intended start) against achieved ops/s; ' +
+                 'each step judged on its own window', x: f.x, series: s, log: true, unit: 'ms',
+                 xLabel: 'achieved ops/s', phases: false,
+                 xLegend: function (v) { return num(v) + ' ops/s'; }});
+    var fig = grid.lastChild;
+    if (fig && f.knee !== null) { fig.setAttribute('data-knee', f.x[f.knee]); }
+  }
+
   // The rows of every phase on one axis: seconds from the first phase's start.
   function timeline() {
     var x = [], rows = [], phaseOf = [];
@@ -361,13 +388,84 @@
       fig.appendChild(t);
       grid.appendChild(fig);
     }
+    if (p.flamegraphs) { sec.appendChild(flameGraphs(p)); }
     return sec;
+  }
+
+  // -- flame graphs (d3-flame-graph, in the page only when the view has one) ------------
+
+  function pct(n, total) { return total ? (100 * n / total).toFixed(2) + '%' : '-'; }
+
+  // The phase's client and server graphs side by side: click a frame to zoom on it
+  // (click the root, or "reset zoom", to zoom out), type in the search box to
+  // highlight the frames whose name has the text; hover names a frame's samples.
+  function flameGraphs(p) {
+    var box = el('div', 'flames');
+    if (!window.flamegraph || !window.d3) {   // a live page whose run had none planned
+      box.appendChild(el('p', 'empty', 'flame graphs: reload this page while the driver ' +
+                         'serves it, or open the run\'s --html file'));
+      return box;
+    }
+    p.flamegraphs.forEach(function (g) {
+      var fig = el('figure', 'chart flame');
+      fig.setAttribute('data-flame', g.side);
+      fig.appendChild(el('figcaption', null, (g.side === 'client' ? 'Client CPU' : 'Server CPU') +
+                         ' (' + g.sampler + ', ' + g.rate + ' Hz): ' + num(g.samples) + ' samples'));
+      var bar = el('div', 'flame-bar');
+      var search = el('input');
+      search.type = 'search';
+      search.placeholder = 'search frames';
+      var reset = el('button', null, 'reset zoom');
+      var found = el('span', 'flame-found');
+      bar.appendChild(search); bar.appendChild(reset); bar.appendChild(found);
+      fig.appendChild(bar);
+      var hover = el('div', 'flame-hover', '\u00a0');
+      fig.appendChild(hover);
+      var holder = el('div', 'flame-graph');
+      fig.appendChild(holder);
+      box.appendChild(fig);
+      flameCharts.push({fig: fig, holder: holder, g: g, hover: hover, search: search,
+                        found: found, reset: reset});
+    });
+    return box;
+  }
+
+  // Drawn once the section is in the document, so that the figures have a width.
+  function drawFlames() {
+    var make = window.flamegraph && (window.flamegraph['default'] || window.flamegraph);
+    flameCharts.forEach(function (f) {
+      var total = f.g.samples || f.g.tree.value;
+      var label = function (d) {
+        return d.data.name + ': ' + d.data.value + ' samples, ' + pct(d.data.value, total) +
+          ' of the phase\'s';
+      };
+      var chart = make().width(Math.max(300, f.holder.clientWidth)).cellHeight(18)
+        .minFrameSize(1).transitionDuration(300).sort(false)
+        .setLabelHandler(label)
+        .setDetailsHandler(function (text) { f.hover.textContent = text || '\u00a0'; })
+        // the search box's text as it is typed (not a regular expression), any case
+        .setSearchMatch(function (d, term) {
+          return !!term && d.data.name.toLowerCase().indexOf(term.toLowerCase()) >= 0;
+        })
+        .setSearchHandler(function (results, sum) {
+          f.found.textContent = f.search.value ? results.length +
+            (results.length === 1 ? ' frame, ' : ' frames, ') + sum +
+            ' samples (' + pct(sum, total) + ')' : '';
+        });
+      window.d3.select(f.holder).datum(f.g.tree).call(chart);
+      f.search.addEventListener('input', function () {
+        if (f.search.value) { chart.search(f.search.value); } else { chart.clear(); f.found.textContent = ''; }
+      });
+      f.reset.addEventListener('click', function () { chart.resetZoom(); });
+      f.chart = chart;
+    });
   }
 
   function render() {
     pending = false;
     Object.keys(plots).forEach(function (k) { plots[k].u.destroy(); });
     plots = {};
+    flameCharts = [];
     var scrollY = window.scrollY;
     app.textContent = '';
     document.title = view.title;
@@ -382,7 +480,9 @@
     var grid = el('div', 'grid');
     app.appendChild(grid);
     timelineCharts(grid);
+    if (view.find_max) { findMaxChart(); }
     view.phases.forEach(function (p) { if (view.final) { app.appendChild(phaseSection(p)); } });
+    drawFlames();
     if (view.manifest) {
       app.appendChild(el('h2', null, 'Manifest'));
       var d = el('details');

@@ -13,7 +13,7 @@ import math
 import re
 
 from gloaddriver.measure import stats
-from gloaddriver.report import text, thresholds, verdict
+from gloaddriver.report import find_max, text, thresholds, verdict
 
 # Row fields the page draws (histograms stay in the JSON result).
 _ROW_KEYS = ('t', 'seconds', 'attempted', 'ok', 'errors', 'syscalls', 'latency_us',
@@ -147,7 +147,64 @@ def phase_view(p, offset):
         'syscalls_per_op': sc.get('per_op'), 'syscall_source': sc.get('source'),
         'notes': _notes(p),
         'statements': _statements(p),
+        'flamegraphs': _flamegraphs(p),
     }
+
+
+# A frame narrower than this share of a phase's samples is left out of the page's tree
+# (its samples stay in its parent's width): under a pixel at any width the page has,
+# and it keeps a varied run's view small.
+FLAME_MIN_SHARE = 1.0 / 2000
+_FRAME_FILE = re.compile(r' \((?:[^()]*/)?([^/()]+:\d+)\)$')
+
+
+def _flamegraphs(p):
+    """The phase's flame graphs, client then server, each as the tree d3-flame-graph
+    draws: ``{name, value, children}``, the root the phase's samples."""
+    out = []
+    for key, side in (('flamegraph', 'client'), ('server_flamegraph', 'server')):
+        fg = p.get(key)
+        if fg and fg.get('stacks'):
+            out.append({'side': side, 'sampler': fg.get('sampler'), 'rate': fg.get('rate'),
+                        'samples': fg.get('samples'),
+                        'tree': flame_tree(fg['stacks'], fg.get('samples'))})
+    return out or None
+
+
+def flame_tree(stacks, total=None):
+    """Folded stacks as one tree, a node per frame on its path: ``value`` is the
+    samples the frame was on the stack for; ``total`` (the phase's samples, which
+    count the stacks the result left out) is the root's. A frame's file is named by
+    its last part: ``burn_cpu (burn.py:2)``."""
+    root = {'name': 'all', 'value': 0, 'kids': {}}
+    for stack, n in stacks.items():
+        root['value'] += n
+        node = root
+        for frame in stack.split(';'):
+            kid = node['kids'].get(frame)
+            if kid is None:
+                kid = node['kids'][frame] = {'name': _FRAME_FILE.sub(r' (\1)', frame),
+                                             'value': 0, 'kids': {}}
+            kid['value'] += n
+            node = kid
+    root['value'] = max(root['value'], total or 0)
+    least = root['value'] * FLAME_MIN_SHARE
+    return _tree_out(root, least)
+
+
+def _tree_out(node, least):
+    out = {'name': node['name'], 'value': node['value']}
+    kids = sorted((k for k in node['kids'].values() if k['value'] >= least),
+                  key=lambda k: k['name'])
+    if kids:
+        out['children'] = [_tree_out(k, least) for k in kids]
+    return out
+
+
+def has_flamegraph(view):
+    """Does the page draw a flame graph (so it needs d3 and d3-flame-graph)?"""
+    return bool(view.get('flamegraphs')) or any(
+        ph.get('flamegraphs') for ph in view.get('phases') or ())
 
 
 STATEMENT_COLUMNS = ('script:line', 'command', 'count', 'mean ms', 'p50 ms', 'p99 ms',
@@ -201,6 +258,8 @@ def _verdict(result):
                                                      else '', w.get('message'))))
     if why:
         why = re.sub(r'\s*\(see [^)]*\)|, see [^)]*', '', why)
+    elif result.get('find_max'):   # the search judges the run: its finding
+        why = find_max.finding(result['find_max'])
     elif 'thresholds' in result:
         why = 'all %d thresholds held' % len(result['thresholds'])
     else:
@@ -226,6 +285,7 @@ def view(result):
         'columns': [c[0] for c in text.columns(result)],
         'table': [[is_op, cells] for is_op, cells in text.summary_rows(result)],
         'phases': phases,
+        'find_max': find_max.view(result),   # --find-max: the latency-throughput curve
         'manifest': json.dumps(m, indent=2, sort_keys=True),
     }
 
@@ -242,7 +302,10 @@ def live_view(argv, server_charts):
     return {'final': False, 'title': 'gloaddriver (live): %s' % ' '.join(argv),
             'headline': 'running: gloaddriver %s' % ' '.join(argv), 'started': '',
             'merged_from': None, 'verdict': None, 'columns': [], 'table': [],
-            'phases': [], 'server_charts': list(server_charts or ()), 'manifest': ''}
+            'phases': [], 'server_charts': list(server_charts or ()), 'manifest': '',
+            # the final view, sent to this page, will have flame graphs to draw
+            'flamegraphs': any(a.split('=')[0] in ('--flamegraph', '--server-flamegraph')
+                               for a in argv)}
 
 
 def live_message(phase, row, server, rate=None):

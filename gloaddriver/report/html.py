@@ -2,13 +2,15 @@
 
 The page is the same both ways: the view of the result (report.dashboard) as JSON
 in a data block, then uPlot and the page's own script, inline. Its
-Content-Security-Policy lets nothing load from anywhere: the two scripts run by
+Content-Security-Policy lets nothing load from anywhere: its scripts run by
 their hashes, styles are inline, and only the live page may open a connection, to
 the server that sent it (its server-sent events). So the file opens offline and
 the same in any browser, and the live page talks to nothing but the driver.
 
 uPlot (report/vendor, MIT, version in vendor/README.uPlot) draws the charts:
-hover values, drag to zoom, click a legend entry to hide a line.
+hover values, drag to zoom, click a legend entry to hide a line. A run with flame
+graphs also gets d3 and d3-flame-graph (vendor/README.d3, README.d3-flamegraph),
+which draw them; a page without one does not carry them.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -49,7 +51,12 @@ def page(view, live=False):
     data = data.replace('<', '\\u003c')
     if not isinstance(data, type(u'')):
         data = data.decode('utf-8')
-    scripts = [_asset('vendor/uPlot.iife.min.js'), _asset('dashboard.js')]
+    scripts = [_asset('vendor/uPlot.iife.min.js')]
+    if dashboard.has_flamegraph(view):
+        # d3 (~280 KB) and d3-flame-graph only where a flame graph is drawn: every
+        # other page stays as small as it was.
+        scripts += [_asset('vendor/d3.min.js'), _asset('vendor/d3-flamegraph.umd.min.js')]
+    scripts.append(_asset('dashboard.js'))
     csp = (u"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src %s%s"
            % (u' '.join(_sha256(s) for s in scripts),
               u"; connect-src 'self'" if live else u''))

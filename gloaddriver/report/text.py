@@ -10,6 +10,7 @@ import json
 import re
 
 from gloaddriver.measure import stats
+from gloaddriver.report import find_max
 
 _COUNTS = (
     ('phase', '%-{w}s', lambda p: round_name(p)),
@@ -30,7 +31,8 @@ _REST = (
 
 def round_name(p):
     """A phase's name; a round of --repeat has its number: ``insert #2``."""
-    return p['name'] + (' #%d' % p['repeat'] if p.get('repeat') else '')
+    return p['name'] + (' #%d' % p['repeat'] if p.get('repeat') else '') + \
+        (' step %d' % p['step'] if p.get('step') else '')   # --find-max
 
 
 def repeat_lines(result):
@@ -156,7 +158,7 @@ def table(result):
             lines.extend(flamegraph_lines(p, key))
     for p in result['phases']:
         r = p.get('rate')
-        if r:
+        if r and not p.get('step'):   # a --find-max step is a row of the search's table
             svc = p['service_time_us']
             lines.append('%s: open loop %s ops/s (%s arrivals), achieved %s; latencies above '
                          'are from the intended start (coordinated omission corrected); service '
@@ -178,6 +180,7 @@ def table(result):
     if result.get('verify'):
         lines.extend(verify_lines(result['verify']))
     lines.extend(repeat_lines(result))
+    lines.extend(find_max.lines(result))
     if result.get('aborted'):
         lines.append('ABORTED: %s' % result['aborted'])
     for w in result.get('warnings') or ():

@@ -26,6 +26,10 @@ def judge(result):
         return errors.EXIT_THRESHOLD, ('threshold %s broke in phase %s and stopped the run '
                                        '(see above)' % (stopped[0]['condition'],
                                                         stopped[0]['phase']))
+    if result.get('find_max') and not aborted:
+        # With --find-max the search alone judges the run: the steps past the knee
+        # may fail ops, that is what they were for.
+        return _find_max(result['find_max'])
     if 'thresholds' in result and not aborted:
         # With --fail-if the thresholds alone judge the run.
         failed = [v for v in result['thresholds'] if not v['held']]
@@ -41,4 +45,23 @@ def judge(result):
         return errors.EXIT_OPS_FAILED, ('%d of %d ops failed or timed out (see the error '
                                         'lines above)' % (bad, sum(p['attempted']
                                                                   for p in phases)))
+    return errors.EXIT_OK, None
+
+
+def _find_max(fm):
+    """--find-max: 0 with a knee (or no break within the step limit), 5 when the client
+    could not keep a rate, 4 when no rate tried held the objective."""
+    outcome = fm['outcome']
+    if outcome == 'client':
+        return errors.EXIT_CLIENT_LIMIT, (
+            '--find-max: the client could not keep %s ops/s (%s): that is the client\'s '
+            'limit, not the server\'s knee; add --processes or --greenlets'
+            % (fm['client_limit']['target'], fm['why']))
+    if outcome == 'never_held':
+        return errors.EXIT_THRESHOLD, ('--find-max: no rate tried held %s (the lowest, %s '
+                                       'ops/s, broke it)' % (fm['objective'],
+                                                             fm['broke']['target']))
+    if outcome == 'no_knee':
+        return errors.EXIT_OK, ('--find-max: %s held up to %s ops/s; no step broke it (%s)'
+                                % (fm['objective'], fm['held']['target'], fm['why']))
     return errors.EXIT_OK, None

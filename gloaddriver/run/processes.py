@@ -29,7 +29,8 @@ READY = 'gloaddriver: ready to start'
 _PARENT_FLAGS = {'--processes': True, '--spawn': False, '--json': True, '--progress': True,
                  '--fail-if': True, '--csv': True, '--prometheus-port': True, '--fault': True,
                  '--html': True, '--interval': True, '--rate': True, '--spawn-init': True,
-                 '--replicas': True, '--replication': True, '--junit': True}
+                 '--replicas': True, '--replication': True, '--junit': True,
+                 '--server-flamegraph': True, '--server-pid': True, '--flamegraph-rate': True}
 
 
 def wait_for_start(start_at=None):
@@ -104,8 +105,9 @@ def _run_children(children, interrupted, on_go=None):
     return parts, codes, messages
 
 
-def _share(config, i, n):
-    """Child i's part of the run: its shard, its ops, its rate, its Prometheus port."""
+def _share(config, i, n, server):
+    """Child i's part of the run: its shard, its ops, its rate, its Prometheus port, its
+    flame graphs."""
     load = config.load
     args = ['--shard', '%d/%d' % (i, n), '--ops', str(_split(load.ops, n, i))]
     if load.rate:   # --rate is the whole run's: each process takes its share
@@ -115,6 +117,20 @@ def _share(config, i, n):
         host = live.prometheus.host or '0.0.0.0'
         args += ['--prometheus-port=%s:%d' % ('[%s]' % host if ':' in host else host,
                                               live.prometheus.port + i)]
+    return args + _flamegraphs(config, server, i)
+
+
+def _flamegraphs(config, server, i):
+    """Child i's flame-graph flags: each child samples itself (--flamegraph); the one
+    server is recorded by child 0 alone, over the windows every child shares (two perf
+    sessions on one server would sample it twice)."""
+    prof = config.profiling
+    args = []
+    if i == 0 and prof.server_flamegraph:
+        pid = server.proc.pid if server is not None else prof.server_pid
+        args += ['--server-flamegraph', prof.server_flamegraph, '--server-pid', str(pid)]
+    if prof.flamegraph_rate is not None and (args or prof.flamegraph):
+        args += ['--flamegraph-rate', str(prof.flamegraph_rate)]
     return args
 
 
@@ -154,7 +170,7 @@ def run(config, argv, out=None):
                 injector = Injector(config.target.faults, server)
         for i in range(n):
             path = os.path.join(tmp, '%d.json' % i)
-            args = base + _share(config, i, n) + ['--json', path]
+            args = base + _share(config, i, n, server) + ['--json', path]
             # Their own session: a terminal's Ctrl-C reaches the parent only, which
             # passes it on once (two would make a child quit at once); and killed
             # with the parent, however it dies.

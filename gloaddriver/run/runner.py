@@ -27,6 +27,7 @@ from gloaddriver.workload import keys as keygen
 from gloaddriver.workload import keyspace
 
 UNLIMITED = keyspace.UNLIMITED
+NAP = 0.05    # the longest sleep of an open-loop worker between looks at the budget
 
 
 # Every HUB_EVERY + 1 ops of a phase (all workers together), the running worker lets the
@@ -149,7 +150,12 @@ def _run_open(budget, pick, schedule, limit, clock=clock):
         intended = schedule.take()
         now = clock()
         if intended > now:
-            sleep(intended - now)
+            # In naps that look at the budget: each worker holds a start up to
+            # greenlets/rate ahead, and a phase that ends (--duration, a --find-max step)
+            # would otherwise stay open until the last of them, stretching its window.
+            while intended > now and budget.left > 0:
+                sleep(min(intended - now, NAP))
+                now = clock()
             if budget.left <= 0:
                 break
         st, fn, next_key = pick()
@@ -217,6 +223,11 @@ class Run(object):
             ledger=self.ledger, progress=self.progress_out) + list(listeners))
         self.phases = []
         self.aborted = None
+        # --find-max: a run.find_max.Search that runs the last phase as its steps.
+        self.search = None
+        if config.load.find_max is not None:
+            from gloaddriver.run.find_max import Search
+            self.search = Search(config.load.find_max, config.load.greenlets)
         self._budget = None      # the phase (or warmup) running now
         self._watch = None       # the OutageWatch of the phase running now
 
@@ -237,9 +248,13 @@ class Run(object):
         if self.load.warmup > 0 and i == 1:
             self._warmup()
         start = len(self.phases)
+        last = len(self.load.phases) - 1
         for index, spec in enumerate(self.load.phases):
             try:
-                self.phases.append(self._run_phase(index, spec))
+                if self.search is not None and index == last:
+                    self.search.run(self, index, spec)   # appends each step's phase
+                else:
+                    self.phases.append(self._run_phase(index, spec))
             except errors.OpError as e:
                 # The server or network failed where no op could count it (a phase's
                 # setup): the phases that ran are kept and written, the run is aborted
@@ -322,11 +337,53 @@ class Run(object):
         budget.stop('warmup over')
         gevent.joinall(workers)
 
-    def _run_phase(self, index, spec):
+    def run_phase(self, index, spec, rate, seconds, keys):
+        """One phase as an open loop at ``rate`` ops/s for ``seconds`` on ``keys`` (a
+        PhaseKeys kept from one call to the next): a step of --find-max."""
+        base = self.load
+        self.load = base._replace(rate=rate, duration=seconds)
+        try:
+            return self._run_phase(index, spec, keys)
+        finally:
+            self.load = base
+
+    def warm(self, spec, keys, rate, seconds):
+        """Unrecorded open-loop load of ``spec`` at ``rate`` for ``seconds``, told to no
+        listener: a --find-max step's warm-up, so the server's queue left by the step
+        before and the connections settle outside the measured window."""
+        cfg = self.load
+        budget = self._budget = Budget(UNLIMITED)
+        ops = [stats.OpStats(name) for name, _w in spec.weights]
+        for st in ops:
+            st.open_loop()
+        schedule = Schedule(rate, cfg.arrival, keygen.make_rng(cfg.seed, spec.name, 'warm',
+                                                               rate), clock())
+        cumulative, acc = [], 0
+        for _name, weight in spec.weights:
+            acc += weight
+            cumulative.append(acc)
+        workers = []
+        for w in range(cfg.greenlets):
+            fns = self.worker_ops(w, spec.name)
+            table = [(st, fns[st.name], keys.source(st.name, w)) for st in ops]
+            rand = keygen.make_rng(cfg.seed, spec.name, 'warm-mix', w).random
+            workers.append(spawn_named('warm-%d' % w, _run_open, budget,
+                                       _picker(table, cumulative, rand), schedule, None))
+        timer = gevent.spawn_later(seconds, budget.stop, 'warm-up over')
+        gevent.joinall(workers)
+        timer.kill()
+
+    def say(self, line):
+        """A line on the progress stream (stderr), unless --progress 0."""
+        if self.output.progress > 0:
+            self.progress_out.write(line + '\n')
+            self.progress_out.flush()
+
+    def _run_phase(self, index, spec, keys=None):
         """One phase's story; the listeners are told each moment (run.hooks)."""
         cfg = self.load
         ops = [stats.OpStats(name) for name, _w in spec.weights]
-        keys = self.keys.phase(spec)
+        keys = keys if keys is not None else self.keys.phase(spec)
         budget = self._budget = Budget(self.keys.limit(spec), debug=show_traceback
                                        if self.output.debug else None)
         phase = self._phase(index, spec, ops, budget)

@@ -32,10 +32,10 @@ READY_WAIT = 2   # s: how long a phase waits for py-spy to attach before it open
 _TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 
 
-def find_tool(name):
-    """``name`` beside this interpreter (a venv's bin: pip puts py-spy there), else on
-    PATH; None if neither has it."""
-    here = os.path.join(os.path.dirname(sys.executable), name)
+def find_tool(name, python=None):
+    """``name`` beside this interpreter, or the ``python`` given (a venv's bin: pip puts
+    py-spy there), else on PATH; None if neither has it."""
+    here = os.path.join(os.path.dirname(python or sys.executable), name)
     if os.access(here, os.X_OK):
         return here
     for d in os.environ.get('PATH', '').split(os.pathsep):

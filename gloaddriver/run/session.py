@@ -78,7 +78,7 @@ def _rounds(the_run, n):
 def run(config, out=None):
     kind = backends.get(config.backend)
     stats.choose_percentiles(config.output.percentiles)
-    server = backend = counter = metrics = live = injector = web = samplers = None
+    server = backend = counter = metrics = live = injector = web = samplers = search = None
     try:
         web = web_out.open(config)   # first: its URL is said before the server starts
         settings = {'kind': kind.name, 'spawned': False}
@@ -116,8 +116,7 @@ def run(config, out=None):
             wait_for_start(config.load.start_at)   # begin together with the others
             with Interrupts(the_run.interrupt):
                 phases = _rounds(the_run, config.load.repeat)
-            aborted = the_run.aborted
-            verified = the_run.verified
+            aborted, verified, search = the_run.aborted, the_run.verified, the_run.search
         if live is not None:
             # Closed before the result is written, so that what it dropped is in it.
             dropped, live = live.close(), None
@@ -128,7 +127,7 @@ def run(config, out=None):
                            profiler.describe() if profiler is not None else None),
             phases, aborted, verify=verified,
             faults=injector.describe() if injector is not None else None, live=dropped,
-            repeat=config.load.repeat)
+            repeat=config.load.repeat, find_max=search.describe() if search else None)
         failed = output.write(result, config.output.json, config.output.html, out,
                               fail_if=config.output.fail_if, csv_prefix=config.output.csv,
                               junit_path=config.output.junit)

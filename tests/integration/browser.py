@@ -23,6 +23,8 @@ try:
 except ImportError:   # Python 2
     from urllib2 import Request, urlopen, HTTPError, URLError
 
+# The key of an element reference in the W3C WebDriver protocol.
+ELEMENT = 'element-6066-11e4-a52e-4f735466cecf'
 CHROMIUM = '/usr/bin/chromium'
 CHROMEDRIVER = '/usr/bin/chromedriver'
 # As root Chromium needs --no-sandbox; the network flags keep it from calling
@@ -91,8 +93,37 @@ class Browser(object):
         return self._call('POST', '/session/%s/execute/sync' % self.session,
                           {'script': script, 'args': list(args)})
 
-    def screenshot(self, path):
-        png = base64.b64decode(self._call('GET', '/session/%s/screenshot' % self.session))
+    def elements(self, css):
+        """The WebDriver references of the elements a CSS selector finds, in order."""
+        found = self._call('POST', '/session/%s/elements' % self.session,
+                           {'using': 'css selector', 'value': css})
+        return [e[ELEMENT] for e in found]
+
+    def click(self, element):
+        """A real click (the browser's own hit test), in the middle of the element."""
+        self._call('POST', '/session/%s/element/%s/click' % (self.session, element), {})
+
+    def type(self, element, text):
+        self._call('POST', '/session/%s/element/%s/value' % (self.session, element),
+                   {'text': text})
+
+    def hover(self, element):
+        """Move the mouse onto the middle of the element, as a user would."""
+        self._call('POST', '/session/%s/actions' % self.session, {'actions': [{
+            'type': 'pointer', 'id': 'mouse', 'parameters': {'pointerType': 'mouse'},
+            'actions': [{'type': 'pointerMove', 'duration': 0, 'x': 0, 'y': 0,
+                         'origin': {ELEMENT: element}}]}]})
+
+    def resize(self, width, height):
+        """The window's size (a screenshot shows only what fits in it)."""
+        self._call('POST', '/session/%s/window/rect' % self.session,
+                   {'width': width, 'height': height})
+
+    def screenshot(self, path, element=None):
+        """A PNG of the window, or of one element of the page."""
+        where = '/element/%s' % element if element else ''
+        png = base64.b64decode(self._call('GET', '/session/%s%s/screenshot' % (
+            self.session, where)))
         with open(path, 'wb') as f:
             f.write(png)
         return png

@@ -201,3 +201,15 @@ def page_view(path):
     with io.open(path, encoding='utf-8') as f:
         m = re.search(r'<script type="application/json" id="gl-data">(.*?)</script>', f.read())
     return json.loads(m.group(1))
+
+
+@pytest.fixture(scope='module')
+def chromium():
+    """Headless Chromium over WebDriver (tests/integration/browser.py), one per module."""
+    from tests.integration import browser
+    why = browser.missing()
+    if why:
+        pytest.fail(why)   # CI installs it: a missing browser is a broken setup, not a skip
+    b = browser.Browser()
+    yield b
+    b.close()

@@ -11,6 +11,7 @@ import pytest
 
 from tests import result_schema
 from tests.integration.conftest import ROOT
+from tests.integration.test_flamegraphs import needs_py_spy
 
 PY27 = os.path.join(ROOT, '.venv', 'py27', 'bin', 'python')
 PY311 = os.path.join(ROOT, '.venv', 'py311', 'bin', 'python')
@@ -49,8 +50,8 @@ def compat(args, workdir):
     env = dict(os.environ, PYTHONPATH=ROOT)
     p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', 'compat', '--ops', '10000',
                           '--json', out_json] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    out, err = p.communicate()
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=workdir)
+    out, err = p.communicate()   # in workdir: its flame graphs go there by default
     rows = {}
     if os.path.exists(out_json):
         with open(out_json) as f:
@@ -72,6 +73,58 @@ def test_real_connector_passes_on_27_and_311(tmpdir):
     for n in ('2', '3', '4', '6', '9', '10'):
         assert rows[n]['verdict'] == 'PASS', rows[n]
     assert '1.000, 0 schema fetches' in rows['6']['A'] and rows['6']['A'] == rows['6']['B']
+
+
+@needs_py_spy
+def test_compat_writes_the_differential_flame_graph_of_27_and_311_by_default(tmpdir):
+    workdir = str(tmpdir)
+    # 50,000 ops a phase: a second or so, enough samples at py-spy's 99 Hz
+    rc, out, err, rows = compat(['--python', PY27, '--python', PY311, '--rounds', '1',
+                                 '--ops', '50000'], workdir)
+    assert 'verdict:' in out, out + err
+    assert 'no flame graphs' not in err, err
+    a, b = [], []
+    for phase in ('insert', 'select', 'update'):
+        path = os.path.join(workdir, 'compat-flamegraphs', 'diff.client.%s.B.folded' % phase)
+        assert '%s: client CPU, A against B' % phase in out and path in out, out[-1500:]
+        with open(path) as f:
+            rows = [l.rsplit(' ', 2) for l in f.read().splitlines()]
+        assert rows and all(x.isdigit() and y.isdigit() for _s, x, y in rows), rows[:3]
+        a += [s for s, x, _y in rows if int(x)]
+        b += [s for s, _x, y in rows if int(y)]
+        assert [s for s, x, _y in rows if int(x)] and [s for s, _x, y in rows if int(y)]
+    # frames of both runs: each side's ops are compiled for its own space, and their
+    # frames name it (op_select (<ops of space compat_a>:4)); each only in its run's column
+    assert any('<ops of space compat_a>' in s for s in a), a[:5]
+    assert any('<ops of space compat_b>' in s for s in b), b[:5]
+    assert not any('compat_b>' in s for s in a) and not any('compat_a>' in s for s in b)
+
+
+def test_without_py_spy_compat_says_so_in_one_line_and_goes_on(tmpdir):
+    # PATH without py-spy, and interpreters with none beside them: shell wrappers
+    # in a directory of their own that run the real ones
+    workdir = str(tmpdir)
+    wrappers = []
+    for name, real in (('python-a', PY27), ('python-b', PY311)):
+        path = os.path.join(workdir, name)
+        with open(path, 'w') as f:
+            f.write('#!/bin/sh\nexec "%s" "$@"\n' % real)
+        os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+        wrappers.append(path)
+    env_path = os.pathsep.join(d for d in os.environ.get('PATH', '').split(os.pathsep)
+                               if not os.access(os.path.join(d, 'py-spy'), os.X_OK))
+    old = os.environ.get('PATH')
+    os.environ['PATH'] = env_path
+    try:
+        rc, out, err, rows = compat(['--python', wrappers[0], '--python', wrappers[1],
+                                     '--rounds', '1', '--ops', '2000'], workdir)
+    finally:
+        os.environ['PATH'] = old
+    assert 'verdict:' in out, out + err
+    (line,) = [l for l in err.splitlines() if 'no flame graphs' in l]
+    assert 'py-spy' in line and 'Traceback' not in err
+    assert not os.path.exists(os.path.join(workdir, 'compat-flamegraphs'))
+    assert 'client CPU, A against B' not in out
 
 
 def test_schema_cache_keyed_by_bytes_fails_rows_6_and_7(tmpdir):

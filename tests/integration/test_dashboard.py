@@ -19,7 +19,6 @@ except ImportError:   # Python 2
 
 from gloaddriver.backends.spawn import free_port
 from tests import result_schema
-from tests.integration import browser
 from tests.integration.conftest import ROOT, assert_accounted, run_cli
 
 STATE = """
@@ -40,16 +39,6 @@ return {
     return e.name; }))
 };
 """
-
-
-@pytest.fixture(scope='module')
-def chromium():
-    why = browser.missing()
-    if why:
-        pytest.fail(why)
-    b = browser.Browser()
-    yield b
-    b.close()
 
 
 def _ended(p, errf):

@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from tests.integration import browser
 from tests.integration.conftest import assert_accounted, run_cli
 
 # What the page drew, as the browser has it: each uPlot chart with its series and the
@@ -25,16 +24,6 @@ out.cells = [].map.call(document.querySelectorAll('table.summary tr.phase'), fun
 });
 return out;
 """
-
-
-@pytest.fixture(scope='module')
-def chromium():
-    why = browser.missing()
-    if why:
-        pytest.fail(why)   # CI installs it: a missing browser is a broken setup, not a skip
-    b = browser.Browser()
-    yield b
-    b.close()
 
 
 def _render(chromium, html, tmpdir):

@@ -97,7 +97,7 @@ def _layer(module):
     parts = module.split('.')
     if len(parts) == 1:
         return None
-    if parts[1:2] in (['cli'], ['__main__']):
+    if parts[1:2] in (['cli'], ['__main__'], ['pgbench_command']):   # the command lines
         return 'cli'
     if len(parts) > 2 or os.path.isdir(os.path.join(PACKAGE, *parts[1:2])):
         return parts[1]

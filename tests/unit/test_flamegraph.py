@@ -85,3 +85,31 @@ def test_compare_shows_where_b_spent_more_across_interpreters_names(tmpdir):
     with open(str(tmpdir.join('diff.client.insert.B.folded'))) as f:
         assert sorted(f.read().splitlines()) == ['run (hub.py:1);_flush (s.py:9) 2 5',
                                                  'run (hub.py:1);on_readable (c.py:3) 8 5']
+
+
+def test_the_page_tree_holds_every_sample_and_leaves_out_only_slivers():
+    from gloaddriver.report import dashboard, html
+    stacks = {'main (/a/b/app.py:1);burn (/a/b/app.py:9)': 3000,
+              'main (/a/b/app.py:1);other (/x/lib.py:4)': 999,
+              'main (/a/b/app.py:1);tiny (/x/lib.py:8)': 1,
+              'ev_run;epoll_wait': 500}
+    tree = dashboard.flame_tree(stacks, total=5000)   # 500 samples the result left out
+    assert tree['name'] == 'all' and tree['value'] == 5000
+    (ev, main) = tree['children']
+    assert (ev['name'], ev['value']) == ('ev_run', 500)
+    assert (main['name'], main['value']) == ('main (app.py:1)', 4000)
+    # under 1/2000 of the samples: left out, its sample still in its caller's width
+    assert [(c['name'], c['value']) for c in main['children']] == [
+        ('burn (app.py:9)', 3000), ('other (lib.py:4)', 999)]
+    assert 'children' not in main['children'][0]
+    # the page carries d3 and d3-flame-graph only when a phase has a graph to draw
+    phase = {'name': 'burn', 'flamegraph': {'sampler': 'py-spy', 'rate': 99,
+                                            'samples': 5000, 'stacks': stacks}}
+    with_fg = dashboard.phase_view(phase, 0.0)
+    assert [g['side'] for g in with_fg['flamegraphs']] == ['client']
+    assert dashboard.phase_view({'name': 'x'}, 0.0)['flamegraphs'] is None
+    view = {'title': 't', 'phases': [with_fg]}
+    assert 'd3-flame-graph-tip' in html.page(view)
+    assert 'd3-flame-graph-tip' not in html.page({'title': 't', 'phases': [{'name': 'x'}]})
+    assert dashboard.has_flamegraph(dashboard.live_view(['--flamegraph=out'], ()))
+    assert not dashboard.has_flamegraph(dashboard.live_view(['--ops', '10'], ()))

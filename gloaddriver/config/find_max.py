@@ -1,0 +1,90 @@
+"""``--find-max`` and its --find-max-* flags checked into a FindMax, or ConfigError in
+one line before the first op. The objective is parsed by ``config/fail_if.py``, the
+search runs in ``run/find_max.py``.
+"""
+from __future__ import absolute_import, division, print_function
+
+from collections import namedtuple
+
+from gloaddriver import errors
+from gloaddriver.config import fail_if
+from gloaddriver.config.flags import (FIND_MAX_RESOLUTION, FIND_MAX_START, FIND_MAX_STEP,
+                                      FIND_MAX_STEPS, FIND_MAX_WARMUP)
+
+# conditions: fail_if's dicts; resolution: a fraction (0.05); step, warmup: seconds.
+FindMax = namedtuple('FindMax', 'conditions start step warmup resolution max_steps')
+
+_OWN = (('find_max_start', '--find-max-start'), ('find_max_step', '--find-max-step'),
+        ('find_max_warmup', '--find-max-warmup'),
+        ('find_max_resolution', '--find-max-resolution'), ('find_max_steps', '--find-max-steps'))
+
+
+def check_flags(args):
+    """The flags --find-max excludes or needs, judged before the phases are made. It
+    sets --ops to no limit: each step's window ends it."""
+    if args.find_max is None:
+        for dest, flag in _OWN:
+            if getattr(args, dest) is not None:
+                raise errors.ConfigError('%s goes with --find-max CONDITIONS' % flag)
+        return
+    for bad, flag, why in (
+            (args.rate is not None, '--rate', 'the search sets the rate of each step'),
+            (args.stages is not None, '--stages', 'the search sets the rate of each step'),
+            (args.duration, '--duration', 'each step lasts --find-max-step'),
+            (args.ops is not None, '--ops', 'each step lasts --find-max-step'),
+            (args.repeat > 1, '--repeat', 'run the search again instead'),
+            (args.verify, '--verify', 'the steps\' warm-ups write what no ledger records'),
+            (args.processes > 1, '--processes', 'the children do not search together yet; '
+                                                'run one process with more --greenlets'),
+            (args.fail_if is not None, '--fail-if', 'the search judges each step by its '
+                                                    'own conditions')):
+        if bad:
+            raise errors.ConfigError('--find-max and %s exclude each other: %s' % (flag, why))
+    args.ops = 0
+
+
+def build(args, judged, percentiles):
+    """The FindMax of --find-max (None without it); ``judged``: the phases the runner
+    drives (None when the workload drives itself), whose last is searched."""
+    if args.find_max is None:
+        return None
+    if judged is None:
+        raise errors.ConfigError('--find-max searches a phase the runner drives; this '
+                                 'workload drives itself')
+    if any(p.name != 'load' for p in judged[:-1]):
+        raise errors.ConfigError('--find-max searches one phase or mix; got phases %s: give '
+                                 'one op to --phases, or a --mix'
+                                 % ', '.join(p.name for p in judged))
+    try:
+        conditions = fail_if.parse(args.find_max, percentiles)
+    except errors.ConfigError as e:
+        raise errors.ConfigError(str(e).replace('--fail-if', '--find-max', 1))
+    if any(c['abort'] for c in conditions):
+        raise errors.ConfigError('--find-max judges each step whole: leave @abort out')
+    fail_if.check_names(conditions, judged[-1:])
+    start = FIND_MAX_START if args.find_max_start is None else args.find_max_start
+    step = FIND_MAX_STEP if args.find_max_step is None else args.find_max_step
+    warmup = FIND_MAX_WARMUP if args.find_max_warmup is None else args.find_max_warmup
+    if start <= 0:
+        raise errors.ConfigError('--find-max-start must be above 0 ops/s')
+    if step <= 0:
+        raise errors.ConfigError('--find-max-step must be above 0 seconds')
+    if warmup < 0:
+        raise errors.ConfigError('--find-max-warmup must be 0 or more seconds')
+    return FindMax(tuple(conditions), float(start), float(step), float(warmup),
+                   _resolution(args.find_max_resolution),
+                   args.find_max_steps or FIND_MAX_STEPS)
+
+
+def _resolution(text):
+    """--find-max-resolution 5% (or 5) -> 0.05."""
+    if text is None:
+        return FIND_MAX_RESOLUTION / 100.0
+    try:
+        value = float(text.strip().rstrip('%'))
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < 100:
+        raise errors.ConfigError('--find-max-resolution %r: write a percentage above 0 and '
+                                 'below 100, e.g. 5%%' % text)
+    return value / 100.0
