@@ -9,28 +9,21 @@ short (2 s after a 0.5 s warm-up) to keep each test within a minute or so."""
 from __future__ import absolute_import, division, print_function
 
 import csv
+import io
+import os
 import time
 
 import pytest
 
 from gloaddriver import errors
 from gloaddriver.backends.postgres.server import PostgresServer
-from tests.integration import browser
-from tests.integration.conftest import connect, run_cli
+from tests.integration.conftest import ROOT, connect, run_cli
 
-BURN = u"""
+# The shipped example's burn(n) and burn_rate(n, calls), and what only the tests use.
+with io.open(os.path.join(ROOT, 'examples', 'burn.lua'), encoding='utf-8') as _f:
+    BURN = _f.read() + u"""
 local clock = require('clock')
 local fiber = require('fiber')
-function burn(n)
-    local x = 0
-    for i = 1, n do x = x + i % 7 end
-    return x
-end
-function burn_rate(n, calls)
-    local t0 = clock.thread()
-    for _ = 1, calls do burn(n) end
-    return calls / (clock.thread() - t0)
-end
 function burn_wall(n, calls)
     local t0 = clock.time()
     for _ = 1, calls do burn(n) end
@@ -88,7 +81,8 @@ def _search_burn(server, n, ceiling, tmpdir, attempt):
     return out, err, fm, page, prefix
 
 
-def test_the_knee_of_a_cpu_bound_procedure_is_the_server_s_ceiling(tarantool_own, tmpdir):
+def test_the_knee_of_a_cpu_bound_procedure_is_the_server_s_ceiling(tarantool_own, tmpdir,
+                                                                 chromium):
     conn = connect(tarantool_own)
     try:
         conn.eval(BURN)
@@ -124,28 +118,21 @@ def test_the_knee_of_a_cpu_bound_procedure_is_the_server_s_ceiling(tarantool_own
         rows = list(csv.DictReader(f))
     assert [(float(r['target_ops_per_sec']), r['verdict']) for r in rows] == [
         (s['target'], s['verdict']) for s in fm['steps']]
-    _the_curve_is_drawn_with_its_knee(page, fm)
+    _the_curve_is_drawn_with_its_knee(chromium, page, fm)
 
 
-def _the_curve_is_drawn_with_its_knee(page, fm):
+def _the_curve_is_drawn_with_its_knee(chromium, page, fm):
     """The page, in headless Chromium: the curve has a point per step and marks the knee
     at the achieved rate of the highest step held."""
-    why = browser.missing()
-    if why:
-        pytest.fail(why)
-    b = browser.Browser()
-    try:
-        b.open('file://' + page)
-        found = None
-        deadline = time.time() + 30
-        while found is None and time.time() < deadline:
-            found = b.run("var f = document.querySelector('figure[data-chart=find-max]');"
-                          "return f && f.querySelector('.uplot') ? [f.getAttribute('data-knee'),"
-                          " f.querySelector('.uplot').getAttribute('data-points'),"
-                          " f.querySelector('canvas').width] : null;")
-            time.sleep(0.1)
-    finally:
-        b.close()
+    chromium.open('file://' + page)
+    found = None
+    deadline = time.time() + 30
+    while found is None and time.time() < deadline:
+        found = chromium.run("var f = document.querySelector('figure[data-chart=find-max]');"
+                             "return f && f.querySelector('.uplot') ? [f.getAttribute("
+                             "'data-knee'), f.querySelector('.uplot').getAttribute("
+                             "'data-points'), f.querySelector('canvas').width] : null;")
+        time.sleep(0.1)
     assert found is not None, 'no find-max chart on the page'
     knee, points, width = found
     assert float(knee) == fm['held']['achieved'] and int(points) == len(fm['steps'])

@@ -76,6 +76,21 @@ def _stop_started(path):
             time.sleep(0.2)
 
 
+def assert_the_sum_of(shards, merged):
+    """Shards 0/3, 1/3 and 2/3 once each, and the merge's counts and histogram totals,
+    phase by phase, the sums of theirs."""
+    assert sorted(s['manifest']['shard'] for s in shards) == ['0/3', '1/3', '2/3']
+    assert_accounted(merged)
+    for phase in merged['phases']:
+        parts = [p for s in shards for p in s['phases'] if p['name'] == phase['name']]
+        assert len(parts) == 3
+        for k in COUNTS:
+            assert phase[k] == sum(p[k] for p in parts), (phase['name'], k)
+        totals = [stats.decode_histogram(p['histogram']).get_total_count() for p in parts]
+        assert totals == [p['ok'] for p in parts]
+        assert stats.decode_histogram(phase['histogram']).get_total_count() == sum(totals)
+
+
 def test_the_image_runs_help_and_a_load_against_a_tarantool_on_the_host(tmpdir):
     # The build itself (and dockerd, when it is not running) goes through the same
     # lock as scripts/many-hosts, which may stop a dockerd it started.
@@ -132,16 +147,7 @@ def test_many_hosts_merges_a_swarm_job_of_3_shards_like_3_processes():
     finally:
         shutil.rmtree(keep, ignore_errors=True)
     # Each slot of the job became one shard index, once.
-    assert sorted(s['manifest']['shard'] for s in shards) == ['0/3', '1/3', '2/3']
-    assert_accounted(merged)
-    for phase in merged['phases']:
-        parts = [p for s in shards for p in s['phases'] if p['name'] == phase['name']]
-        assert len(parts) == 3
-        for k in COUNTS:
-            assert phase[k] == sum(p[k] for p in parts), (phase['name'], k)
-        totals = [stats.decode_histogram(p['histogram']).get_total_count() for p in parts]
-        assert totals == [p['ok'] for p in parts]
-        assert stats.decode_histogram(phase['histogram']).get_total_count() == sum(totals)
+    assert_the_sum_of(shards, merged)
     # The same load as one --processes 3 run: the same counts, phase by phase.
     with TarantoolServer() as server:
         rc, _out, err, together = run_cli(['--processes', '3', '--ops', str(3 * ops),
@@ -210,17 +216,8 @@ def test_many_hosts_on_3_nodes_runs_each_shard_once_and_merges_the_failures():
     assert [by_shard['%d/3' % i]['exit'] for i in range(3)] == [0, 1, 0]
     for i in range(3):   # the report names each shard's node
         assert 'shard %d/3: node %s (' % (i, nodes[i]) in out, out
-    assert sorted(s['manifest']['shard'] for s in shards) == ['0/3', '1/3', '2/3']
-    assert_accounted(merged)
-    for phase in merged['phases']:
-        parts = [p for s in shards for p in s['phases'] if p['name'] == phase['name']]
-        assert len(parts) == 3
-        for k in COUNTS:
-            assert phase[k] == sum(p[k] for p in parts), (phase['name'], k)
-        totals = [stats.decode_histogram(p['histogram']).get_total_count() for p in parts]
-        assert totals == [p['ok'] for p in parts]
-        assert stats.decode_histogram(phase['histogram']).get_total_count() == sum(totals)
-        assert phase['attempted'] == 3 * ops
+    assert_the_sum_of(shards, merged)
+    assert all(phase['attempted'] == 3 * ops for phase in merged['phases'])
     insert = [p for p in merged['phases'] if p['name'] == 'insert'][0]
     # Exactly the failing shard's pre-inserted keys failed, and they are in the merge.
     failing = [s for s in shards if s['manifest']['shard'] == '1/3'][0]

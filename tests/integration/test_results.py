@@ -119,7 +119,7 @@ def test_merge_refuses_runs_that_are_not_shards_of_one_run(tarantool, space):
     err = err.decode()
     assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err
     assert 'not shards of one run' in err and 'greenlets differs (A: 10, B: 4)' in err
-    assert 'phase insert did not run at the same time' in err
+    assert 'phase insert did not run at the same time' in err, err
     assert not os.path.exists(merged_path)
 
 
