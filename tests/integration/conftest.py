@@ -213,3 +213,15 @@ def chromium():
     b = browser.Browser()
     yield b
     b.close()
+
+
+def ended(p, errf):
+    """A driver's stderr (a file it wrote to), once it has ended: killed if a failed
+    check left it running."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+    errf.seek(0)
+    err = errf.read()
+    errf.close()
+    return err

@@ -19,7 +19,7 @@ except ImportError:   # Python 2
 
 from gloaddriver.backends.spawn import free_port
 from tests import result_schema
-from tests.integration.conftest import ROOT, assert_accounted, run_cli
+from tests.integration.conftest import ROOT, assert_accounted, ended, run_cli
 
 STATE = """
 var v = window.gloaddriverView ? window.gloaddriverView() : null;
@@ -39,17 +39,6 @@ return {
     return e.name; }))
 };
 """
-
-
-def _ended(p, errf):
-    """The driver's stderr, once it has ended (killed if a failed check left it running)."""
-    if p.poll() is None:
-        p.kill()
-        p.wait()
-    errf.seek(0)
-    err = errf.read()
-    errf.close()
-    return err
 
 
 def _until(fn, what, limit=30):
@@ -99,7 +88,7 @@ def test_the_live_page_moves_during_the_run_and_ends_as_the_result(chromium, tmp
         assert attempted(second) > n1 and second['points'] > points1, (first, second)
         stdout, _e = p.communicate()   # the driver ends by itself after its phases
     finally:
-        err = _ended(p, errf)
+        err = ended(p, errf)
     assert p.returncode == 0, err
     assert 'live dashboard: %s' % url in err.splitlines()[0]
     with open(out) as f:
@@ -158,6 +147,6 @@ def test_web_keep_serves_the_final_report_until_ctrl_c(tmpdir):
         p.send_signal(signal.SIGINT)
         p.communicate()
     finally:
-        err = _ended(p, errf)
+        err = ended(p, errf)
     assert p.returncode == 0, err
     assert 'Traceback' not in err and 'KeyboardInterrupt' not in err, err

@@ -15,7 +15,7 @@ import pytest
 
 from gloaddriver.backends.spawn import free_port
 from gloaddriver.report import dashboard
-from tests.integration.conftest import ROOT, run_cli
+from tests.integration.conftest import ROOT, ended, run_cli
 from tests.integration.test_dashboard import _listening
 from tests.integration.test_flamegraphs import needs_py_spy, own_share
 
@@ -199,12 +199,7 @@ def test_the_live_page_of_a_sampled_run_draws_its_flame_graph_at_the_end(chromiu
                             'verdict: !!document.querySelector("#verdict[data-exit]")}')
         p.communicate()
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        errf.seek(0)
-        err = errf.read()
-        errf.close()
+        err = ended(p, errf)
     assert p.returncode == 0, err
     assert live == {'scripts': 5, 'verdict': False}, live   # opened while the run went
     page = _until(chromium, lambda pg: len(pg['frames']) > 2 and

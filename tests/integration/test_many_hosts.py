@@ -76,6 +76,18 @@ def _stop_started(path):
             time.sleep(0.2)
 
 
+def _shards_and_merge(paths):
+    """(the shards' results, the merged one) of a job's JSON files, read through the
+    strict schema: the merge is the one named ...-merged.json."""
+    (merged_path,) = [p for p in paths if p.endswith('-merged.json')]
+    shards = []
+    for p in sorted(set(paths) - {merged_path}):
+        with open(p) as f:
+            shards.append(result_schema.read(f))
+    with open(merged_path) as f:
+        return shards, result_schema.read(f)
+
+
 def assert_the_sum_of(shards, merged):
     """Shards 0/3, 1/3 and 2/3 once each, and the merge's counts and histogram totals,
     phase by phase, the sums of theirs."""
@@ -137,13 +149,7 @@ def test_many_hosts_merges_a_swarm_job_of_3_shards_like_3_processes():
         assert 'merged counts and histogram totals are the sums of the 3 shards' in out
         assert 'insert' in out and 'delete' in out   # the merged table
         paths = glob.glob(os.path.join(keep, '*.json'))
-        (merged_path,) = [p for p in paths if p.endswith('-merged.json')]
-        shards = []
-        for p in sorted(set(paths) - {merged_path}):
-            with open(p) as f:
-                shards.append(result_schema.read(f))
-        with open(merged_path) as f:
-            merged = result_schema.read(f)
+        shards, merged = _shards_and_merge(paths)
     finally:
         shutil.rmtree(keep, ignore_errors=True)
     # Each slot of the job became one shard index, once.
@@ -190,13 +196,7 @@ def test_many_hosts_on_3_nodes_runs_each_shard_once_and_merges_the_failures():
         with open(tasks_path) as f:
             tasks = json.load(f)
         paths = glob.glob(os.path.join(keep, '*.json'))
-        (merged_path,) = [p for p in paths if p.endswith('-merged.json')]
-        shards = []
-        for p in sorted(set(paths) - {merged_path, tasks_path}):
-            with open(p) as f:
-                shards.append(result_schema.read(f))
-        with open(merged_path) as f:
-            merged = result_schema.read(f)
+        shards, merged = _shards_and_merge(set(paths) - {tasks_path})
     finally:
         shutil.rmtree(keep, ignore_errors=True)
     print('many-hosts --nodes 3: %.0f s; %s' % (took, [l for l in err.splitlines()
