@@ -524,6 +524,8 @@
   if (!view.final && window.EventSource) {
     var es = new EventSource('events');
     es.addEventListener('row', function (e) { onRow(JSON.parse(e.data)); });
+    // --find-max: the curve so far, a point more after each step is judged.
+    es.addEventListener('step', function (e) { view.find_max = JSON.parse(e.data); later(); });
     es.addEventListener('final', function (e) {
       es.close();
       view = JSON.parse(e.data);

@@ -59,6 +59,11 @@ def finding(fm):
     if outcome == 'no_knee':
         return ('find-max: %s held up to %s ops/s and no step broke it (%s)'
                 % (fm['objective'], _n(held['target']), fm['why']))
+    if outcome == 'searching':
+        last = fm['steps'][-1]
+        return 'find-max: searching; step %d at %s ops/s %s%s' % (
+            last['step'], _n(last['target']), last['verdict'],
+            ', %s ops/s held so far' % _n(held['target']) if held else '')
     if outcome == 'never_held':
         return 'find-max: no rate tried held %s; the lowest tried, %s ops/s, broke it' % (
             fm['objective'], _n(broke['target']) if broke else '-')

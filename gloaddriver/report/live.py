@@ -373,6 +373,9 @@ class Sink(object):
                 else None, 'busy': round(busy, 3),
                 'client_bound': int(busy > client_bound.CPU_LIMIT)}
 
+    def step(self, find_max):
+        """--find-max steps are in the rows already sent (each step is a phase)."""
+
     def close(self, quiet=False):
         notes = [o.close() for o in self.outputs]
         if self.failures:

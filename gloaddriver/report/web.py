@@ -24,6 +24,7 @@ from gevent.event import Event
 
 from gloaddriver import errors
 from gloaddriver.report import dashboard, html
+from gloaddriver.report import find_max as find_max_out
 
 KEEPALIVE = 15.0     # seconds between comments on an idle stream (proxies close silent ones)
 FINAL_WAIT = 3.0     # seconds the end waits for open streams to take the final view
@@ -69,6 +70,13 @@ class Dashboard(object):
         try:
             self._publish(_event('row', dashboard.live_message(phase, row, server, self.rate)))
         except Exception:   # a bug here must not stop the ticker; the page misses a row
+            self.failures += 1
+
+    def step(self, find_max):
+        """--find-max judged a step: the curve so far, for every stream."""
+        try:
+            self._publish(_event('step', find_max_out.view({'find_max': find_max})))
+        except Exception:   # as interval: the page misses a point, the search goes on
             self.failures += 1
 
     def _publish(self, chunk):
@@ -150,6 +158,10 @@ class Both(object):
     def interval(self, phase, row, ops, server):
         for s in self.sinks:
             s.interval(phase, row, ops, server)
+
+    def step(self, find_max):
+        for s in self.sinks:
+            s.step(find_max)
 
 
 def open(config):   # noqa: A001 (the module's one entry point)

@@ -142,15 +142,17 @@ class Search(object):
         self.steps.append(_summary(phase, verdict, why, verdicts))
         the_run.say('find-max: step %d at %s ops/s: %s%s' % (
             len(self.steps), _rate_text(rate), verdict, ' (%s)' % why if why else ''))
+        the_run.hooks.searched(self.describe(searching=True))
         return verdict
 
     def _end(self, outcome):
         self.outcome = outcome
 
-    def describe(self):
+    def describe(self, searching=False):
         """The result's ``find_max``: the objective, every step, the bracket, and the
         outcome: knee, no_knee (nothing broke within the step limit), never_held (the
-        lowest rate tried broke), client (the client's limit) or stopped."""
+        lowest rate tried broke), client (the client's limit) or stopped; searching
+        while the search goes on (what its listeners are told after each step)."""
         held = [s for s in self.steps if s['verdict'] == HELD]
         broke = [s for s in self.steps if s['verdict'] == BROKE]
         best = max(held, key=lambda s: s['target']) if held else None
@@ -162,7 +164,7 @@ class Search(object):
             'start': self.cfg.start, 'step_seconds': self.cfg.step,
             'warmup_seconds': self.cfg.warmup, 'resolution': self.cfg.resolution,
             'max_steps': self.cfg.max_steps,
-            'outcome': self.outcome or 'stopped',
+            'outcome': 'searching' if searching else self.outcome or 'stopped',
             'why': client[0]['why'] if client else self.why,
             'held': _bracket(best), 'broke': _bracket(first_broke),
             'client_limit': _bracket(client[0]) if client else None,

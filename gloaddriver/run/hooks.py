@@ -28,6 +28,9 @@ server's sampler, live outputs or the fault schedule by hand. A listener subclas
     The window is closed, its counters read, the result shaped: a listener adds its
     section as ``result['name'] = value``. What it writes to files goes here, after
     the counters were read, so that its I/O is not the phase's.
+``searched(find_max)``
+    --find-max judged a step (a phase of its own, ended): ``find_max`` is the search
+    so far, as the result's ``find_max`` will have it, its outcome ``searching``.
 
 A listener must not block in ``opened``, ``ticking``, ``interval`` or ``closing``
 for long: the phase's workers and rows wait on it.
@@ -87,6 +90,9 @@ class Listener(object):
     def end(self, phase, result):
         pass
 
+    def searched(self, find_max):
+        pass
+
 
 class Hooks(object):
     """A run's listeners, told each moment in order."""
@@ -125,3 +131,7 @@ class Hooks(object):
     def end(self, phase, result):
         for each in reversed(self.listeners):
             each.end(phase, result)
+
+    def searched(self, find_max):
+        for each in self.listeners:
+            each.searched(find_max)

@@ -126,7 +126,8 @@ class ServerMetrics(Listener):
 
 
 class Live(Listener):
-    """Live metrics out (report.live, the dashboard): each row as it closes."""
+    """Live metrics out (report.live, the dashboard): each row as it closes, and each
+    --find-max step once judged."""
 
     def __init__(self, sink):
         self.sink = sink
@@ -145,6 +146,9 @@ class Live(Listener):
         for row in phase.rows:
             if row['t'] > self._sent_t:
                 self.sink.interval(phase.name, row, phase.ops, None)
+
+    def searched(self, find_max):
+        self.sink.step(find_max)
 
 
 class Progress(Listener):

@@ -150,3 +150,47 @@ def test_web_keep_serves_the_final_report_until_ctrl_c(tmpdir):
         err = ended(p, errf)
     assert p.returncode == 0, err
     assert 'Traceback' not in err and 'KeyboardInterrupt' not in err, err
+
+
+CURVE = """
+var f = document.querySelector('figure[data-chart=find-max]');
+var u = f && f.querySelector('.uplot');
+var verdict = document.getElementById('verdict');
+return {points: u ? +u.getAttribute('data-points') : 0,
+        exit: verdict ? verdict.getAttribute('data-exit') : null,
+        knee: f ? f.getAttribute('data-knee') : null};
+"""
+
+
+def test_the_live_page_draws_the_find_max_curve_as_the_search_goes(chromium, tmpdir):
+    # Four steps of 2 s at 20, 40, 80 and 160 selects/s: far below any server's knee, so
+    # all hold and the search ends at its step limit; the page has a point per step
+    # judged, while the search goes on.
+    port = free_port()
+    out = str(tmpdir.join('r.json'))
+    errf = open(str(tmpdir.join('stderr')), 'w+')
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--spawn', '--greenlets', '4',
+                          '--phases', 'select', '--find-max', 'p99<2s', '--find-max-start',
+                          '20', '--find-max-step', '2s', '--find-max-warmup', '0',
+                          '--find-max-steps', '4', '--progress', '0', '--json', out,
+                          '--web', '127.0.0.1:%d' % port],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=errf,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    try:
+        _until(lambda: _listening(port), 'the dashboard to listen')
+        chromium.open('http://127.0.0.1:%d/' % port)
+        during = _until(lambda: (lambda s: s if s['points'] and s['exit'] is None else None)(
+            chromium.run(CURVE)), 'a first step on the live curve', limit=60)
+        p.communicate()
+    finally:
+        err = ended(p, errf)
+    assert p.returncode == 0, err
+    with open(out) as f:
+        res = result_schema.read(f)
+    fm = res['find_max']
+    assert fm['outcome'] == 'no_knee' and len(fm['steps']) == 4, fm
+    # Seen while the search went on: some steps, not yet all, no knee marked.
+    assert 1 <= during['points'] < 4 and during['knee'] is None, during
+    end = _until(lambda: (lambda s: s if s['exit'] is not None else None)(chromium.run(CURVE)),
+                 'the final report on the page', limit=10)
+    assert end['points'] == 4, end

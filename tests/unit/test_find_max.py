@@ -118,6 +118,11 @@ def test_the_exit_code_and_the_finding_follow_the_outcome():
     # Every step is a row of the search's table, under its heading.
     lines = report.lines(knee)
     assert len(lines) == 1 + 1 + 3 + 1 and 'broke: p99<5ms: 9ms' in lines[3]
+    # While the search goes on (the live page's curve): the last step and the best.
+    going = _search('searching', steps[:1], 1, None)
+    assert report.finding(going) == ('find-max: searching; step 1 at 100 ops/s held, '
+                                     '100 ops/s held so far')
+    assert report.view({'find_max': going})['knee'] is None
 
 
 def _phase(target, achieved, p99_us, service_mean_us, warnings=()):
