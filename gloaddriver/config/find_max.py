@@ -34,8 +34,6 @@ def check_flags(args):
             (args.ops is not None, '--ops', 'each step lasts --find-max-step'),
             (args.repeat > 1, '--repeat', 'run the search again instead'),
             (args.verify, '--verify', 'the steps\' warm-ups write what no ledger records'),
-            (args.processes > 1, '--processes', 'the children do not search together yet; '
-                                                'run one process with more --greenlets'),
             (args.fail_if is not None, '--fail-if', 'the search judges each step by its '
                                                     'own conditions')):
         if bad:

@@ -349,7 +349,8 @@ def _cpu_of(parts):
 def _merged_schedule(parts, counts):
     """--rate parts: the schedules add up."""
     first = parts[0]['rate']
-    rate = dict(first, target=sum(p['rate']['target'] for p in parts),
+    # rounded: shares of a rate (a third of it, each) add up to it, not a hair off
+    rate = dict(first, target=round(sum(p['rate']['target'] for p in parts), 6),
                 achieved=round(counts.attempted / counts.seconds, 1) if counts.seconds
                 else None)
     for k in ('late', 'dropped', 'scheduled'):

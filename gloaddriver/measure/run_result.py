@@ -32,28 +32,37 @@ def build(manifest, phases, aborted=None, verify=None, faults=None, live=None, r
     return result
 
 
-def merge(results, aborted=None, manifest=None, faults=None, processes=None):
+def merge(results, aborted=None, manifest=None, faults=None, processes=None, find_max=None):
     """One result from results of parts that ran together. ``aborted`` (the whole
     run's reason) stands for the parts' list; ``manifest`` has fields over the first
-    part's; ``processes`` keeps the parts' whole results."""
+    part's; ``processes`` keeps the parts' whole results; ``find_max``, the search of
+    the parts' --find-max steps (a step of each part, merged, is a step)."""
     by_name, order = {}, []
     for r in results:
         for p in r['phases']:
-            if p['name'] not in by_name:
-                by_name[p['name']] = []
-                order.append(p['name'])
-            by_name[p['name']].append(p)
+            key = (p['name'], p.get('step'))
+            if key not in by_name:
+                by_name[key] = []
+                order.append(key)
+            by_name[key].append(p)
     if aborted is None:
         aborted = [r.get('aborted') for r in results if r.get('aborted')] or None
     verified = [r['verify'] for r in results if r.get('verify')]
     out = build(dict(results[0]['manifest'], merged_from=len(results),
                      shards=[r['manifest'].get('shard') for r in results], **(manifest or {})),
-                [PhaseResult.merged(name, by_name[name]) for name in order], aborted,
-                _merge_verify(verified) if verified else None, faults)
+                [_step(PhaseResult.merged(key[0], by_name[key]), key[1]) for key in order],
+                aborted, _merge_verify(verified) if verified else None, faults,
+                find_max=find_max)
     out['parts'] = [r['manifest'] for r in results]
     if processes is not None:
         out['processes'] = processes
     return out
+
+
+def _step(phase, step):
+    if step is not None:
+        phase['step'] = step
+    return phase
 
 
 def _merge_verify(parts):

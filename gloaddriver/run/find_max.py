@@ -75,8 +75,12 @@ def _value(v):
 
 
 class Search(object):
-    """The search over one phase of a runner.Run: ``run(the_run, index, spec)`` appends
-    each step's phase result to the run's phases."""
+    """The search over one phase: ``run(the_run, index, spec)`` runs it in a runner.Run
+    and appends each step's phase result to the run's phases. ``search(measure, say,
+    told)`` is the search alone, for --processes, whose steps are the children's
+    (run/processes.py): ``measure(rate)`` gives a step's phase result (None when the run
+    was stopped), ``say`` a progress line, ``told`` hears the search so far after each
+    step. A child only measures the steps it is told to: ``follow``."""
 
     def __init__(self, find_max, greenlets):
         self.cfg = find_max
@@ -84,16 +88,52 @@ class Search(object):
         self.steps = []
         self.outcome = None
         self.why = ''
+        self.followed = False     # a child's: the steps were judged by its parent
         self._baseline = None
+        self._measured = 0        # steps measured here
 
     def run(self, the_run, index, spec):
+        measure = self._measure(the_run, index, spec)
+        self.search(measure, the_run.say, the_run.hooks.searched)
+
+    def follow(self, the_run, index, spec, orders):
+        """In a child of --processes: each step at the rate ``orders.rate()`` gives (None:
+        the search is over), its phase result sent back with ``orders.report``."""
+        self.followed = True
+        measure = self._measure(the_run, index, spec)
+        while True:
+            rate = orders.rate()
+            phase = measure(rate) if rate is not None else None
+            if phase is None:
+                return
+            orders.report(phase)
+
+    def _measure(self, the_run, index, spec):
         keys = the_run.keys.phase(spec)   # one key stream across the steps: no insert repeats
+
+        def measure(rate):
+            """The warm-up, then the measured phase; None when the run was stopped
+            (interrupted, the server gone)."""
+            if self.cfg.warmup > 0:
+                the_run.warm(spec, keys, rate, self.cfg.warmup)
+            if the_run.aborted:
+                return None
+            phase = the_run.run_phase(index, spec, rate=rate, seconds=self.cfg.step,
+                                      keys=keys)
+            self._measured += 1
+            phase['step'] = self._measured
+            the_run.phases.append(phase)
+            return None if the_run.aborted else phase
+        return measure
+
+    def search(self, measure, say, told):
         held = broke = None
         rate = self.cfg.start
         while True:
-            verdict = self._step(the_run, index, spec, keys, rate)
-            if verdict is None:
+            phase = measure(rate)
+            if phase is None:
                 return
+            verdict = self._judge(phase, rate, say, told)
             if verdict == CLIENT:
                 return self._end(CLIENT)
             if verdict == HELD:
@@ -120,18 +160,8 @@ class Search(object):
             return None
         return round((held + broke) / 2.0, 1)
 
-    def _step(self, the_run, index, spec, keys, rate):
-        """One step at ``rate``: the warm-up, then the measured phase, classified. None
-        when the run was stopped (interrupted, the server gone)."""
-        if self.cfg.warmup > 0:
-            the_run.warm(spec, keys, rate, self.cfg.warmup)
-        if the_run.aborted:
-            return None
-        phase = the_run.run_phase(index, spec, rate=rate, seconds=self.cfg.step, keys=keys)
-        phase['step'] = len(self.steps) + 1
-        the_run.phases.append(phase)
-        if the_run.aborted:
-            return None
+    def _judge(self, phase, rate, say, told):
+        """A step's phase result classified, kept as a step, said and told."""
         service = (phase.get('service_time_us') or {}).get('mean')
         if self._baseline is None:
             self._baseline = service
@@ -140,9 +170,9 @@ class Search(object):
         if verdict == HELD and service:
             self._baseline = min(self._baseline or service, service)
         self.steps.append(_summary(phase, verdict, why, verdicts))
-        the_run.say('find-max: step %d at %s ops/s: %s%s' % (
+        say('find-max: step %d at %s ops/s: %s%s' % (
             len(self.steps), _rate_text(rate), verdict, ' (%s)' % why if why else ''))
-        the_run.hooks.searched(self.describe(searching=True))
+        told(self.describe(searching=True))
         return verdict
 
     def _end(self, outcome):
@@ -152,7 +182,10 @@ class Search(object):
         """The result's ``find_max``: the objective, every step, the bracket, and the
         outcome: knee, no_knee (nothing broke within the step limit), never_held (the
         lowest rate tried broke), client (the client's limit) or stopped; searching
-        while the search goes on (what its listeners are told after each step)."""
+        while the search goes on (what its listeners are told after each step). None
+        in a child of --processes: its parent judged the steps."""
+        if self.followed:
+            return None
         held = [s for s in self.steps if s['verdict'] == HELD]
         broke = [s for s in self.steps if s['verdict'] == BROKE]
         best = max(held, key=lambda s: s['target']) if held else None

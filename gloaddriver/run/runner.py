@@ -21,7 +21,7 @@ from gloaddriver.measure.ledger import Ledger
 from gloaddriver.measure.outages import OutageWatch
 from gloaddriver.measure.phase_result import PhaseResult
 from gloaddriver.measure.timeline import Timeline
-from gloaddriver.run import hooks, verify
+from gloaddriver.run import hooks, processes, verify
 from gloaddriver.run import listeners as _listeners
 from gloaddriver.workload import keys as keygen
 from gloaddriver.workload import keyspace
@@ -252,7 +252,13 @@ class Run(object):
         for index, spec in enumerate(self.load.phases):
             try:
                 if self.search is not None and index == last:
-                    self.search.run(self, index, spec)   # appends each step's phase
+                    # appends each step's phase; a child of --processes measures the
+                    # steps its parent orders
+                    orders = processes.step_orders()
+                    if orders is not None:
+                        self.search.follow(self, index, spec, orders)
+                    else:
+                        self.search.run(self, index, spec)
                 else:
                     self.phases.append(self._run_phase(index, spec))
             except errors.OpError as e:

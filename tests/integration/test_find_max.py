@@ -215,3 +215,40 @@ def test_a_postgres_script_is_searched_to_a_knee(pg, tmpdir):
         if p99['value'] >= 100:
             assert s['verdict'] == 'broke', s
     assert 'find-max: knee at ' in out
+
+
+def test_processes_search_together_at_a_shared_rate(tarantool_own):
+    conn = connect(tarantool_own)
+    try:
+        conn.eval(BURN)
+    finally:
+        conn.close()
+    # Two processes of one greenlet each and a call that sleeps 10 ms: ~200 calls/s
+    # together, twice what one of them does. The parent searches: each step's rate is
+    # shared between the children, their phases merged into the step it judges.
+    outcomes = []
+    for _attempt in range(3):
+        rc, out, err, res = run_cli(['--call', 'slow', '--args', '[0.01]', '--greenlets', '1',
+                                     '--processes', '2', '--find-max', 'p99<300ms',
+                                     '--find-max-start', '40', '--find-max-steps', '6'] + FAST,
+                                    tarantool_own)
+        fm = _steps_agree(res)
+        outcomes.append((rc, fm['outcome'], fm['why']))
+        if fm['outcome'] == 'client':
+            break
+    else:
+        pytest.fail('the search never found the client\'s limit: %r' % outcomes)
+    assert rc == errors.EXIT_CLIENT_LIMIT, (out, err)
+    # Above what one process of one greenlet can do: the two measured together.
+    held = [s for s in fm['steps'] if s['verdict'] == 'held']
+    assert held and max(s['achieved'] for s in held) > 110, fm['steps']
+    assert fm['client_limit']['achieved'] < 220, fm
+    assert 'all 2 greenlets were busy' in fm['why'] or 'CPU was saturated' in fm['why'], fm
+    # Each child measured every step at half its rate; the merged step is their sum.
+    parts = res['processes']
+    assert len(parts) == 2 and all('find_max' not in part for part in parts)
+    for s in fm['steps']:
+        halves = [[p for p in part['phases'] if p.get('step') == s['step']][0]
+                  for part in parts]
+        assert [h['rate']['target'] for h in halves] == [s['target'] / 2] * 2, (s, halves)
+        assert sum(h['attempted'] for h in halves) == s['attempted']

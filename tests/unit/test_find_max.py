@@ -37,7 +37,6 @@ def test_find_max_takes_its_defaults_and_the_search_s_own_flags():
     (['--find-max', 'p99<5ms', '--stages', '1s:5'], '--find-max and --stages exclude each other'),
     (['--find-max', 'p99<5ms', '--duration', '3'], '--find-max and --duration exclude'),
     (['--find-max', 'p99<5ms', '--ops', '1000'], '--find-max and --ops exclude'),
-    (['--find-max', 'p99<5ms', '--processes', '2'], '--find-max and --processes exclude'),
     (['--find-max', 'p99<5ms', '--repeat', '2'], '--find-max and --repeat exclude'),
     (['--find-max', 'p99<5ms', '--verify'], '--find-max and --verify exclude'),
     (['--find-max', 'p99<5ms', '--fail-if', 'p99<5ms'], '--find-max and --fail-if exclude'),
