@@ -410,7 +410,11 @@
       var fig = el('figure', 'chart flame');
       fig.setAttribute('data-flame', g.side);
       fig.appendChild(el('figcaption', null, (g.side === 'client' ? 'Client CPU' : 'Server CPU') +
-                         ' (' + g.sampler + ', ' + g.rate + ' Hz): ' + num(g.samples) + ' samples'));
+                         ' (' + g.sampler + ', ' + g.rate + ' Hz): ' + num(g.samples) + ' samples' +
+                         (g.against_samples ? '; against ' + (view.against || 'the first file') +
+                          ' (' + num(g.against_samples) + ' samples): red, more of the ' +
+                          'samples than there; blue, fewer' : '')));
+      if (g.against_samples) { fig.setAttribute('data-differential', 'true'); }
       var bar = el('div', 'flame-bar');
       var search = el('input');
       search.type = 'search';
@@ -437,7 +441,8 @@
       var total = f.g.samples || f.g.tree.value;
       var label = function (d) {
         return d.data.name + ': ' + d.data.value + ' samples, ' + pct(d.data.value, total) +
-          ' of the phase\'s';
+          ' of the phase\'s' + (d.data.delta === undefined ? '' : ', ' +
+          (d.data.delta >= 0 ? '+' : '') + d.data.delta + ' against the other run\'s share');
       };
       var chart = make().width(Math.max(300, f.holder.clientWidth)).cellHeight(18)
         .minFrameSize(1).transitionDuration(300).sort(false)
@@ -452,6 +457,9 @@
             (results.length === 1 ? ' frame, ' : ' frames, ') + sum +
             ' samples (' + pct(sum, total) + ')' : '';
         });
+      if (f.g.against_samples) {   // differential: colour by each frame's delta
+        chart.setColorMapper(window.flamegraph.colorMapper.differentialColorMapper);
+      }
       window.d3.select(f.holder).datum(f.g.tree).call(chart);
       f.search.addEventListener('input', function () {
         if (f.search.value) { chart.search(f.search.value); } else { chart.clear(); f.found.textContent = ''; }

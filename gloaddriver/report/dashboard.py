@@ -12,7 +12,7 @@ import json
 import math
 import re
 
-from gloaddriver.measure import stats
+from gloaddriver.measure import flamegraph, stats
 from gloaddriver.report import find_max, text, thresholds, verdict
 
 # Row fields the page draws (histograms stay in the JSON result).
@@ -130,8 +130,9 @@ def _notes(p):
     return [{'level': lv, 'text': t} for lv, t in out]
 
 
-def phase_view(p, offset):
-    """A phase as the page draws it, ``offset`` seconds into the whole run."""
+def phase_view(p, offset, against=None):
+    """A phase as the page draws it, ``offset`` seconds into the whole run; ``against``,
+    the same phase of another run, its flame graphs drawn as differentials against it."""
     rate = (p.get('rate') or {}).get('target') if not p.get('stages') else None
     sm = p.get('server_metrics') or {}
     sc = p.get('syscalls') or {}
@@ -147,7 +148,7 @@ def phase_view(p, offset):
         'syscalls_per_op': sc.get('per_op'), 'syscall_source': sc.get('source'),
         'notes': _notes(p),
         'statements': _statements(p),
-        'flamegraphs': _flamegraphs(p),
+        'flamegraphs': _flamegraphs(p, against),
     }
 
 
@@ -158,24 +159,45 @@ FLAME_MIN_SHARE = 1.0 / 2000
 _FRAME_FILE = re.compile(r' \((?:[^()]*/)?([^/()]+:\d+)\)$')
 
 
-def _flamegraphs(p):
+def _flamegraphs(p, against=None):
     """The phase's flame graphs, client then server, each as the tree d3-flame-graph
-    draws: ``{name, value, children}``, the root the phase's samples."""
+    draws: ``{name, value, children}``, the root the phase's samples. With ``against``
+    (the same phase of another run) a side both have is a differential: frames named
+    as flamegraph.comparable names them, each with its ``delta``."""
     out = []
     for key, side in (('flamegraph', 'client'), ('server_flamegraph', 'server')):
         fg = p.get(key)
         if fg and fg.get('stacks'):
-            out.append({'side': side, 'sampler': fg.get('sampler'), 'rate': fg.get('rate'),
-                        'samples': fg.get('samples'),
-                        'tree': flame_tree(fg['stacks'], fg.get('samples'))})
+            base = (against or {}).get(key) or {}
+            g = {'side': side, 'sampler': fg.get('sampler'), 'rate': fg.get('rate'),
+                 'samples': fg.get('samples')}
+            if base.get('stacks'):
+                g['tree'] = flame_tree(flamegraph.comparable(fg['stacks']), fg.get('samples'),
+                                       flamegraph.comparable(base['stacks']))
+                g['against_samples'] = base.get('samples') or sum(base['stacks'].values())
+            else:
+                g['tree'] = flame_tree(fg['stacks'], fg.get('samples'))
+            out.append(g)
     return out or None
 
 
-def flame_tree(stacks, total=None):
+def flame_tree(stacks, total=None, against=None):
     """Folded stacks as one tree, a node per frame on its path: ``value`` is the
     samples the frame was on the stack for; ``total`` (the phase's samples, which
     count the stacks the result left out) is the root's. A frame's file is named by
-    its last part: ``burn_cpu (burn.py:2)``."""
+    its last part: ``burn_cpu (burn.py:2)``. With ``against`` (another run's stacks),
+    each node's ``delta`` is its samples less what it had there, scaled to these
+    samples' total: how many more (or fewer) of these samples than its share there."""
+    root = _tree(stacks)
+    root['value'] = max(root['value'], total or 0)
+    if against:
+        other = _tree(against)
+        _deltas(root, other, root['value'] / float(other['value'] or 1))
+    least = root['value'] * FLAME_MIN_SHARE
+    return _tree_out(root, least)
+
+
+def _tree(stacks):
     root = {'name': 'all', 'value': 0, 'kids': {}}
     for stack, n in stacks.items():
         root['value'] += n
@@ -187,13 +209,19 @@ def flame_tree(stacks, total=None):
                                              'value': 0, 'kids': {}}
             kid['value'] += n
             node = kid
-    root['value'] = max(root['value'], total or 0)
-    least = root['value'] * FLAME_MIN_SHARE
-    return _tree_out(root, least)
+    return root
+
+
+def _deltas(node, other, scale):
+    node['delta'] = round(node['value'] - (other['value'] if other else 0) * scale, 1)
+    for frame, kid in node['kids'].items():
+        _deltas(kid, other['kids'].get(frame) if other else None, scale)
 
 
 def _tree_out(node, least):
     out = {'name': node['name'], 'value': node['value']}
+    if 'delta' in node:
+        out['delta'] = node['delta']
     kids = sorted((k for k in node['kids'].values() if k['value'] >= least),
                   key=lambda k: k['name'])
     if kids:
@@ -267,12 +295,15 @@ def _verdict(result):
     return {'code': code, 'why': why, 'items': [{'level': lv, 't': t} for lv, t in items]}
 
 
-def view(result):
-    """Everything the page shows of a finished run (or a merge)."""
+def view(result, against=None):
+    """Everything the page shows of a finished run (or a merge); ``against``, another
+    run whose phases' flame graphs this one's are drawn against (gloaddriver compare
+    --html)."""
     m = result['manifest']
     phases, offset = [], 0.0
+    others = dict((p['name'], p) for p in (against or {}).get('phases') or ())
     for p in result['phases']:
-        phases.append(phase_view(p, offset))
+        phases.append(phase_view(p, offset, others.get(p['name'])))
         rows = p.get('timeline')
         offset += rows[-1]['t'] if rows else (p.get('seconds') or 0)
     return {

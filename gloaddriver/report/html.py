@@ -80,5 +80,9 @@ def render(result):
 
 
 def write(result, path):
+    write_view(dashboard.view(result), path)
+
+
+def write_view(view, path):
     with io.open(path, 'w', encoding='utf-8') as f:
-        f.write(render(result))
+        f.write(page(view))

@@ -203,13 +203,28 @@ def main(command, argv):
         ap.add_argument('--flamegraph-diff', metavar='DIR', default=None,
                         help='write DIR/diff.<side>.<phase>.<B>.folded: each stack with its '
                              "samples in A and in B, flamegraph.pl's differential input")
+        ap.add_argument('--html', metavar='FILE', default=None,
+                        help="the last file's report page, its flame graphs drawn against "
+                             "the first's (differential: red, more of the samples; blue, "
+                             "fewer)")
         args = ap.parse_args(argv)
+        if args.html and len(args.files) < 2:
+            raise errors.ConfigError('compare --html draws the last file against the first: '
+                                     'give two files or more')
         if args.flamegraph_diff and not os.path.isdir(args.flamegraph_diff):
             try:
                 os.makedirs(args.flamegraph_diff)
             except OSError as e:
                 raise errors.ConfigError('--flamegraph-diff %s: %s' % (args.flamegraph_diff, e))
-        return compare(args.files, diff_dir=args.flamegraph_diff)
+        code = compare(args.files, diff_dir=args.flamegraph_diff)
+        if args.html:
+            from gloaddriver.report import dashboard
+            first, last = load(args.files[0]), load(args.files[-1])
+            view = dashboard.view(last, against=first)
+            view['against'] = 'A (%s)' % args.files[0]
+            html.write_view(view, args.html)
+            sys.stdout.write('wrote %s: %s drawn against A\n' % (args.html, args.files[-1]))
+        return code
     if command == 'html':
         ap = argparse.ArgumentParser(prog='gloaddriver html',
                                      description='an HTML report from a result file')

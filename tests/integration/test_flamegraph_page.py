@@ -206,3 +206,75 @@ def test_the_live_page_of_a_sampled_run_draws_its_flame_graph_at_the_end(chromiu
                   all(f['width'] > 0 for f in pg['frames'] if f['name'] == 'all'))
     assert [f for f in page['frames'] if f['name'] == 'all' and f['width'] == page['width']]
     assert len(page['frames']) > 2, page
+
+
+DIFF = """
+var fig = document.querySelector('figure[data-flame="client"]');
+return {differential: fig.getAttribute('data-differential'),
+        caption: fig.querySelector('figcaption').textContent,
+        frames: [].map.call(fig.querySelectorAll('svg g.frame'), function (g) {
+          return {name: g.getAttribute('name'), fill: g.querySelector('rect').getAttribute('fill'),
+                  width: +(g.querySelector('rect').getAttribute('width') || 0)};
+        })};
+"""
+
+
+def _rgb(fill):
+    return tuple(int(c) for c in re.match(r'rgb\((\d+),\s*(\d+),\s*(\d+)\)$', fill).groups())
+
+
+@needs_py_spy
+def test_compare_draws_where_the_second_run_spent_more_in_red_and_less_in_blue(
+        tarantool, tmpdir, chromium):
+    # The same file at the same path, its two burns swapped between the runs: B spends
+    # three parts in burn_less_cpu where A spent one.
+    workload = str(tmpdir.join('burn.py'))
+    results = []
+    for name, swap in (('a', False), ('b', True)):
+        with open(workload, 'w') as f:
+            f.write(WORKLOAD.replace('burn_cpu(150000)', 'burn_cpu(50000)')
+                    .replace('burn_less_cpu(50000)', 'burn_less_cpu(150000)')
+                    if swap else WORKLOAD)
+        path = str(tmpdir.join(name + '.json'))
+        rc, out, err, res = run_cli(['--workload-file', workload, '--greenlets', '4', '--ops',
+                                     '0', '--duration', '1.5', '--phases', 'burn',
+                                     '--flamegraph', str(tmpdir.join('fg-' + name)),
+                                     '--json', path], tarantool)
+        assert rc == 0, err
+        results.append(path)
+    page = str(tmpdir.join('diff.html'))
+    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', 'compare'] + results +
+                         ['--html', page], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=ROOT))
+    out, err = p.communicate()
+    assert p.returncode == 0, err
+    assert ('wrote %s' % page) in out.decode('utf-8')
+    chromium.open('file://' + os.path.abspath(page))
+    deadline, got = time.time() + 15, None
+    while time.time() < deadline:
+        got = chromium.run(DIFF)
+        if _named(got['frames'], 'burn_cpu') and _named(got['frames'], 'burn_less_cpu') \
+                and _widest(got['frames'], 'burn_cpu')['width'] > 0:
+            break
+        time.sleep(0.2)
+    assert got['differential'] == 'true' and 'against A (' in got['caption'], got['caption']
+    # Red where B spent more of its samples than A did, blue where it spent fewer.
+    r, g, b = _rgb(_widest(got['frames'], 'burn_less_cpu')['fill'])
+    assert r > g and g == b, (r, g, b)
+    r, g, b = _rgb(_widest(got['frames'], 'burn_cpu')['fill'])
+    assert b > r and r == g, (r, g, b)
+
+
+def test_a_differential_tree_gives_each_frame_its_samples_less_its_share_elsewhere():
+    a = {'main;work;burn': 30, 'main;work;other': 10}
+    b = {'main;work;burn': 20, 'main;work;other': 50, 'main;new': 10}
+    tree = dashboard.flame_tree(b, against=a)
+    assert tree['value'] == 80 and tree['delta'] == 0.0
+    main = tree['children'][0]
+    assert main['name'] == 'main' and main['delta'] == 0.0
+    kids = dict((k['name'], k) for k in main['children'])
+    assert kids['new']['delta'] == 10.0            # not in A at all
+    work = dict((k['name'], k) for k in kids['work']['children'])
+    # A's shares scaled to B's 80 samples: burn 60, other 20
+    assert work['burn']['delta'] == 20 - 60.0 and work['other']['delta'] == 50 - 20.0
+    assert 'delta' not in dashboard.flame_tree(b)
