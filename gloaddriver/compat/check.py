@@ -23,7 +23,7 @@ import tempfile
 
 from gloaddriver import backends, errors
 from gloaddriver.compat.interpreters import runs_gloaddriver
-from gloaddriver.report.results import flamegraph_moves
+from gloaddriver.report.results import differential_page, flamegraph_moves
 from gloaddriver.run.sampler import find_tool
 
 
@@ -547,6 +547,8 @@ def main(argv):
     if opts.flamegraph:
         print('')
         flamegraph_moves([sides[0].result, sides[1].result], sys.stdout, opts.flamegraph)
+        differential_page(sides[0].result, sides[1].result,
+                          os.path.join(opts.flamegraph, 'diff.html'), 'A', sys.stdout)
     print('\nverdict: %s' % ('FAIL (%s)' % ', '.join(failed) if failed else
                             'PASS (%d checks, %d explained differences)'
                             % (len(rows), sum(r['verdict'] == 'EXPLAINED' for r in rows))))

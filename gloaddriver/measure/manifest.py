@@ -103,6 +103,7 @@ def build(config, kind, backend, server_settings, counter, profiler=None):
         'phases': [{'name': p.name, 'weights': dict(p.weights)} for p in load.phases],
         'timeout': config.limits.timeout,
         'shard': '%d/%d' % load.shard if load.shard else None,
+        'start_at': load.start_at,
         'workload_file': load.workload_file,
         'syscall_source': counter.source,
         'syscall_reason': counter.reason,

@@ -98,6 +98,12 @@ def test_compat_writes_the_differential_flame_graph_of_27_and_311_by_default(tmp
     assert any('<ops of space compat_a>' in s for s in a), a[:5]
     assert any('<ops of space compat_b>' in s for s in b), b[:5]
     assert not any('compat_b>' in s for s in a) and not any('compat_a>' in s for s in b)
+    # and B's page, its client graphs drawn against A's (each frame with its delta)
+    page = os.path.join(workdir, 'compat-flamegraphs', 'diff.html')
+    assert 'wrote %s: the flame graphs drawn against A' % page in out
+    with open(page) as f:
+        text = f.read()
+    assert '"against":"A"' in text and '"against_samples":' in text and '"delta":' in text
 
 
 def test_without_py_spy_compat_says_so_in_one_line_and_goes_on(tmpdir):

@@ -59,16 +59,22 @@ def _listening(port):
         return False
 
 
-def test_the_live_page_moves_during_the_run_and_ends_as_the_result(chromium, tmpdir):
+def _driver_with_web(tmpdir, args):
+    """The driver on a spawned Tarantool with --web on a free port, started: (Popen, the
+    port, its --json path, its stderr file)."""
     port = free_port()
     out = str(tmpdir.join('r.json'))
     errf = open(str(tmpdir.join('stderr')), 'w+')
     p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--spawn', '--greenlets', '4',
-                          '--phases', 'insert,select', '--ops', '0', '--duration', '4',
-                          '--interval', '0.25', '--progress', '0', '--json', out,
-                          '--web', '127.0.0.1:%d' % port],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=errf,
+                          '--progress', '0', '--json', out, '--web', '127.0.0.1:%d' % port] +
+                         args, cwd=ROOT, stdout=subprocess.PIPE, stderr=errf,
                          env=dict(os.environ, PYTHONPATH=ROOT))
+    return p, port, out, errf
+
+
+def test_the_live_page_moves_during_the_run_and_ends_as_the_result(chromium, tmpdir):
+    p, port, out, errf = _driver_with_web(tmpdir, [
+        '--phases', 'insert,select', '--ops', '0', '--duration', '4', '--interval', '0.25'])
     try:
         _until(lambda: _listening(port), 'the dashboard to listen')
         url = 'http://127.0.0.1:%d/' % port
@@ -166,16 +172,9 @@ def test_the_live_page_draws_the_find_max_curve_as_the_search_goes(chromium, tmp
     # Four steps of 2 s at 20, 40, 80 and 160 selects/s: far below any server's knee, so
     # all hold and the search ends at its step limit; the page has a point per step
     # judged, while the search goes on.
-    port = free_port()
-    out = str(tmpdir.join('r.json'))
-    errf = open(str(tmpdir.join('stderr')), 'w+')
-    p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', '--spawn', '--greenlets', '4',
-                          '--phases', 'select', '--find-max', 'p99<2s', '--find-max-start',
-                          '20', '--find-max-step', '2s', '--find-max-warmup', '0',
-                          '--find-max-steps', '4', '--progress', '0', '--json', out,
-                          '--web', '127.0.0.1:%d' % port],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=errf,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+    p, port, out, errf = _driver_with_web(tmpdir, [
+        '--phases', 'select', '--find-max', 'p99<2s', '--find-max-start', '20',
+        '--find-max-step', '2s', '--find-max-warmup', '0', '--find-max-steps', '4'])
     try:
         _until(lambda: _listening(port), 'the dashboard to listen')
         chromium.open('http://127.0.0.1:%d/' % port)

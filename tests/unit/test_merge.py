@@ -194,3 +194,27 @@ def test_aborted_parts_are_listed():
     b['aborted'] = 'no successful op for 30 s'
     m = results.merge([a, b])
     assert m['aborted'] == ['no successful op for 30 s']
+
+
+def _timed(start_at, *windows):
+    """A result whose phases ran in these (name, start, seconds) windows."""
+    return {'manifest': {'start_at': start_at},
+            'phases': [{'name': n, 'started_unix': t, 'seconds': s} for n, t, s in windows]}
+
+
+def test_shards_of_one_start_at_are_judged_by_their_first_phase_only():
+    # Phases bounded by --ops: the shard given less CPU ends its first phase later, and
+    # its second starts later, apart from the others'.
+    a = _timed(100.0, ('insert', 100.0, 0.5), ('select', 100.5, 0.1))
+    b = _timed(100.0, ('insert', 100.0, 0.1), ('select', 100.1, 0.1))
+    assert results._apart([a, b], 'AB') == []
+    # Without one --start-at (or with two), every phase is judged.
+    for start_a, start_b in ((None, None), (100.0, 101.0)):
+        a['manifest']['start_at'], b['manifest']['start_at'] = start_a, start_b
+        (why,) = results._apart([a, b], 'AB')
+        assert why.startswith('phase select did not run at the same time'), why
+    # One --start-at, and a shard that began its first phase late: not together.
+    late = _timed(100.0, ('insert', 101.0, 0.1), ('select', 101.1, 0.1))
+    a['manifest']['start_at'] = 100.0
+    (why,) = results._apart([a, late], 'AB')
+    assert why.startswith('phase insert did not run at the same time'), why
