@@ -78,10 +78,13 @@ def spawned_insert_graphs(tmpdir, extra):
     """The insert phase of a spawned Tarantool with both flame graphs at 200 Hz, its
     server graph checked: perf's, with Tarantool's own symbols, one recording."""
     outdir = str(tmpdir)
-    # perf takes up to a second to start on a loaded machine: a phase of 3 s leaves it 2
+    # perf takes up to a second to start on a loaded machine: a phase of 3 s leaves it 2.
+    # Small values: 3 s of inserts on a quiet machine (over 600,000 of them) would fill
+    # the spawned server's 1 GiB of memtx with the default 1,536-byte ones.
     rc, out, err, res = run_cli(['--spawn', '--ops', '0', '--duration', '3', '--phases',
-                                 'insert', '--flamegraph', outdir, '--server-flamegraph',
-                                 outdir, '--flamegraph-rate', '200'] + extra)
+                                 'insert', '--value-size', '100', '--flamegraph', outdir,
+                                 '--server-flamegraph', outdir, '--flamegraph-rate',
+                                 '200'] + extra)
     assert rc == 0, err
     (phase,) = res['phases']
     fg = phase['server_flamegraph']
