@@ -453,8 +453,8 @@ class Run(object):
         duration = self.load.duration
         phase.loops = lambda _w: (_run_open, _run_single, _run_mix)
         phase.schedule = Schedule
-        phase.ender = (lambda: gevent.spawn_later(duration, budget.stop, 'duration')) \
-            if duration else (lambda: None)
+        phase.ender = (lambda: spawn_named('duration', _end_at, phase.window.t0 + duration,
+                                           budget)) if duration else (lambda: None)
         return phase
 
     def _spawn_workers(self, phase, keys):
@@ -529,6 +529,17 @@ def _caught(fn, *args):
     except Exception as e:
         return e
     return None
+
+
+def _end_at(deadline, budget):
+    """Stop ``budget`` once the clock reads ``deadline``. One sleep is not enough: libev
+    times it from the loop's cached time, which can lag the clock, and the phase would
+    end a hair short of its --duration."""
+    left = deadline - clock()
+    while left > 0:
+        gevent.sleep(left)
+        left = deadline - clock()
+    budget.stop('duration')
 
 
 def _recent_p99(timeline):
