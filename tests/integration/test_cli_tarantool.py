@@ -229,6 +229,22 @@ def test_server_gone_for_good_aborts_at_the_outage_limit(tarantool_own):
     assert_accounted(res)
 
 
+def test_one_greenlet_waits_for_its_replies_without_a_loop_pass_per_op(tarantool, space):
+    # A send, a poll and a recv per op: the hub's pass (epoll_wait and the fork check's
+    # getpid, one each per op before) comes only for its turns and slow replies.
+    rc, out, err, res = run_cli(['--space', space, '--ops', '3000', '--phases', 'insert,select',
+                                 '--greenlets', '1'], tarantool)
+    assert rc == 0, err
+    assert_accounted(res)
+    if not perf_available(res):
+        pytest.skip('no perf_event counters here: ' + str(res['manifest'].get('syscall_source')))
+    for p in res['phases']:
+        counts, n = p['syscalls']['counts'], p['attempted']
+        assert counts.get('getpid', 0) / n < 0.6, (p['name'], counts)
+        assert counts.get('poll', 0) / n > 0.3, (p['name'], counts)
+        assert p['syscalls']['per_op'] < 3.8, (p['name'], p['syscalls'])
+
+
 def test_without_perf_counters_the_report_says_lower_bound(tarantool, space):
     rc, out, err, res = run_cli(['--space', space, '--ops', '1000', '--phases', 'insert',
                                  '--no-syscalls', '--greenlets', '20'], tarantool)
