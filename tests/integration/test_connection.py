@@ -307,6 +307,31 @@ def test_killed_server_fails_every_waiter_at_once_then_reconnects(tarantool_own)
         conn.close()
 
 
+def test_a_server_gone_mid_request_fails_a_lone_caller_at_once_then_reconnects(tarantool_own):
+    # One greenlet, its request the only one in flight: the stream ends while it waits
+    # on the socket itself (the single-waiter path), and it still fails as a lost socket
+    # does, at once and with a network error, and the connection comes back.
+    server = tarantool_own
+    conn = connect(server, timeout=3.0)
+    try:
+        assert conn.eval(u'return 1') == [1]
+        t0 = time.time()
+        with pytest.raises(errors.NetworkError):
+            conn.eval(u'os.exit(0)')
+        assert time.time() - t0 < 2.0
+        server.restart()
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                conn.ping()
+                break
+            except errors.NetworkError:
+                gevent.sleep(0.1)
+        assert conn.reconnects == 1 and conn.eval(u'return 2') == [2]
+    finally:
+        conn.close()
+
+
 def test_stalled_server_times_requests_out_and_counts_late_replies(tarantool_own):
     server = tarantool_own
     conn = connect(server, timeout=0.5)

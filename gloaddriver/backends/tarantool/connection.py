@@ -49,6 +49,7 @@ entry as it leaves. So no wake-up lands in a greenlet that has moved on.
 from __future__ import absolute_import, division, print_function
 
 import select
+import socket
 import sys
 
 import gevent
@@ -380,16 +381,28 @@ class Connection(SharedSocket):
                     return _PARK
             except (OSError, select.error):     # EINTR on 2.7: the hub sees to it
                 return _PARK
-            n = read_some(sock, recv_into, buf)
+            try:
+                n = recv_into(buf)
+            except _SOCKET_ERRORS:
+                return _PARK        # the hub's reader reads the error again and says it
             if not n:
-                return _PARK                    # a lost socket failed the waiter
+                return _PARK        # likewise the end of the stream
+            self.recvs += 1
             try:
                 replies = parse(view[:n])
             except P.ProtocolError as e:
                 self._lost(sock, e)
                 return _PARK
-            self.responses += len(replies)
-            waiters, mine, error = self._waiters, _PARK, None
+            count = len(replies)
+            self.responses += count
+            waiters = self._waiters
+            if count == 1:
+                s, code, body = replies[0]
+                if s == sync and code == OK:    # the usual: its reply, whole, alone
+                    del waiters[s]
+                    self.alone += 1
+                    return body
+            mine, error = _PARK, None
             for s, code, body in replies:
                 waiter = waiters.pop(s, None)
                 if waiter is None:
@@ -545,6 +558,7 @@ OVERLAP_MIN = 8
 ALONE_WAIT = 1
 ALONE_TURN = 0.001
 _PARK = object()
+_SOCKET_ERRORS = (socket.error, OSError)
 _poll = get_original('select', 'poll')
 _POLLIN = select.POLLIN
 
