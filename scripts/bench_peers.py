@@ -7,8 +7,10 @@ Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own proce
   (--concurrency, default 1,10,100 greenlets or tasks on one connection) through
   gloaddriver on 3.11 and 2.7 (and on 3.11 with --no-overlap, one send per loop pass),
   the hub-driven style (scripts/peers/hubconn.py),
-  asynctnt + uvloop, aiotarantool and gtarantool (2.7), and at concurrency 1 a plain
-  blocking-socket loop (scripts/peers/tnt_blocking.py): the latency floor. Each run
+  asynctnt + uvloop, aiotarantool and gtarantool (2.7), at concurrency 1 a plain
+  blocking-socket loop (scripts/peers/tnt_blocking.py): the latency floor, and at 10
+  and 100 a raw pipelined loop (scripts/peers/tnt_pipelined.py: batches of N requests,
+  one send each, no accounting): the CPython floor of ops/s. Each run
   gets a fresh space. Every client times each op: median and p99 per phase, and the
   latency it adds, "+p50": its median minus the floor's of the same round (the
   blocking loop at concurrency 1; asynctnt + uvloop at 10 and 100, where N blocking
@@ -101,6 +103,7 @@ def from_driver(result):
 
 BLOCKING = 'blocking socket loop'
 ASYNCTNT = 'asynctnt+uvloop'
+PIPELINED = 'raw pipelined loop'
 
 
 def latency_base(backend, concurrency):
@@ -121,8 +124,11 @@ def tarantool_clients(args, concurrency):
     if concurrency == 1:
         # The latency floor, only at 1: see tnt_blocking.py for why not at 10 or 100.
         c.append((BLOCKING, 'tnt_blocking.py', args.python))
+    else:
+        # The CPython floor at N: batches of N, no accounting (tnt_pipelined.py).
+        c.append((PIPELINED, 'tnt_pipelined.py', args.python))
     only = set(args.clients.split(',')) if args.clients else None
-    return [x for x in c if only is None or x[0] in only or x[0] in (BASE, BLOCKING)]
+    return [x for x in c if only is None or x[0] in only or x[0] in (BASE, BLOCKING, PIPELINED)]
 
 
 def run_tarantool(args, say):

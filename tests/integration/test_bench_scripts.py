@@ -170,10 +170,13 @@ def test_bench_peers_table_and_json(tmpdir):
         '--ops', '300', '--ops-1', '200', '--out', path])
     assert rc == 0, err
     data = json.load(open(path))
-    # At 1: the three and the blocking-socket loop (always there: the latency floor).
-    assert len(data['runs']) == 7 and all(r['phases'] for r in data['runs'])
+    # At 1: the three and the blocking-socket loop (always there: the latency floor); at
+    # 10 the three and the raw pipelined loop (always there: the CPython floor).
+    assert len(data['runs']) == 8 and all(r['phases'] for r in data['runs'])
     rows = data['table']
-    assert len(rows) == 28 and all(r['errors'] == 0 for r in rows)
+    assert len(rows) == 32 and all(r['errors'] == 0 for r in rows)
+    assert set(r['client'] for r in rows if r['concurrency'] == 10) == set([
+        'gloaddriver', 'hub-driven style', 'gloaddriver --no-overlap', 'raw pipelined loop'])
     assert all(r['ratio'] > 0 for r in rows) and 'x gloaddriver' in out and '+p50us' in out
     for r in rows:
         # Every client timed its ops; the added latency is against the blocking loop at

@@ -299,7 +299,10 @@ def test_the_postgres_pool_rides_out_a_network_fault(mode, pg_proxy, tmpdir):
     assert_accounted(res)
     (phase,) = res['phases']
     (o,) = phase['outages']
-    assert abs(o['duration'] - 1.5) <= 0.5, o
+    # 1.5 s of fault. A timed-out request opens the outage at its own start: one whose
+    # reply was late (a loaded machine) when the fault came swallowed it counts from
+    # then, up to the 1 s request timeout before the fault.
+    assert 1.0 <= o['duration'] <= 1.5 + 1.0 + 0.5, o
     assert o['failed'] + o['timed_out'] > 0
     assert phase['timeline'][-1]['ok'] > 0
     assert res['verify']['acknowledged_lost'] == 0 and res['verify']['corrupt'] == 0
