@@ -28,6 +28,7 @@ def batch_loop(conn, body, n, per, now, lat):
     feed, unpack, skip = unpacker.feed, unpacker.unpack, unpacker.skip
     errors = 0
     sync = conn.sync
+    stage = 0     # of the frame being read: 0 its length, 1 its header, 2 its body
     for first in range(0, n, per):
         keys = range(first, min(first + per, n))
         frames = []
@@ -46,13 +47,17 @@ def batch_loop(conn, body, n, per, now, lat):
             feed(view[:got])
             while want:
                 try:
-                    unpack()           # the length
-                    header = unpack()
-                    skip()             # the body
+                    if stage == 0:
+                        unpack()           # the length
+                        stage = 1
+                    if stage == 1:
+                        if unpack()[0]:    # the header's status
+                            errors += 1
+                        stage = 2
+                    skip()                 # the body
                 except msgpack.OutOfData:
                     break
-                if header[0]:
-                    errors += 1
+                stage = 0
                 want -= 1
                 lat.append(now() - t0)
     conn.sync = sync
