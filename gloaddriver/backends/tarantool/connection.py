@@ -338,24 +338,11 @@ class Connection(SharedSocket):
 
     # -- replies and timeouts (in the hub) ------------------------------------
 
-    def _reader(self, sock, raw):
-        """The read watcher's callback for ``sock``: runs in the hub.
-
-        Reads what is there, has the socket's ``replies.ReplyParser`` cut it into
-        replies (bodies kept as bytes: protocol.Rows), and switches to each waiting
-        caller in turn; each runs until it parks again, usually after appending its
-        next request. A read that fills the buffer is followed by another at once;
-        otherwise libev calls again when there is more.
-        """
-        buf = bytearray(self.read_buffer)
-        view = memoryview(buf)
-        size = len(buf)
-        parse = ReplyParser(self.address).feed
+    def _alone(self, sock, raw, buf, view, parse, follow):
+        """The single-waiter path of ``sock`` (``wait_alone``), on the reader's buffer and
+        parser: the bytes it reads are the stream's, whoever reads them."""
         recv_into = raw.recv_into
-        read_some = self._read_some
-        overlap = self.overlap
-        follow = self.want == 'leader' and len(self.addresses) > 1
-        OK, CHUNK = P.OK, P.CHUNK   # locals: used per reply
+        OK, CHUNK = P.OK, P.CHUNK
         ready = _poll()
         ready.register(raw.fileno(), _POLLIN)
         poll = ready.poll
@@ -425,7 +412,27 @@ class Connection(SharedSocket):
                 self.alone += 1
             return mine
 
-        self._wait_alone = wait_alone
+        return wait_alone
+
+    def _reader(self, sock, raw):
+        """The read watcher's callback for ``sock``: runs in the hub.
+
+        Reads what is there, has the socket's ``replies.ReplyParser`` cut it into
+        replies (bodies kept as bytes: protocol.Rows), and switches to each waiting
+        caller in turn; each runs until it parks again, usually after appending its
+        next request. A read that fills the buffer is followed by another at once;
+        otherwise libev calls again when there is more.
+        """
+        buf = bytearray(self.read_buffer)
+        view = memoryview(buf)
+        size = len(buf)
+        parse = ReplyParser(self.address).feed
+        recv_into = raw.recv_into
+        read_some = self._read_some
+        overlap = self.overlap
+        follow = self.want == 'leader' and len(self.addresses) > 1
+        OK, CHUNK = P.OK, P.CHUNK   # locals: used per reply
+        self._wait_alone = self._alone(sock, raw, buf, view, parse, follow)
 
         def on_readable():
             waiters = self._waiters
