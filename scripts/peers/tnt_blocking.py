@@ -84,12 +84,9 @@ class Blocking(object):
             raise RuntimeError('error reply %#x' % header[0])
 
 
-def main():
-    a = peerlib.args()
-    conn = Blocking(a['host'], a['port'], a['user'], a['password'])
-    space, values, n = a['space_id'], peerlib.values(a['value_size']), a['ops']
-    pack, request = conn.pack, conn.request
-    bodies = {
+def make_bodies(pack, space, values):
+    """{phase: fn(key) -> (request code, packed body)}: the workload's four requests."""
+    return {
         'insert': lambda k: (INSERT, pack({0x10: space, 0x21: [k, values[k % 100]]})),
         'select': lambda k: (SELECT, pack({0x10: space, 0x11: 0, 0x12: 0xffffffff, 0x13: 0,
                                            0x14: 0, 0x20: [k]})),
@@ -97,6 +94,14 @@ def main():
                                            0x21: [[u'=', 1, values[(k + 1) % 100]]]})),
         'delete': lambda k: (DELETE, pack({0x10: space, 0x11: 0, 0x20: [k]})),
     }
+
+
+def main():
+    a = peerlib.args()
+    conn = Blocking(a['host'], a['port'], a['user'], a['password'])
+    space, values, n = a['space_id'], peerlib.values(a['value_size']), a['ops']
+    request = conn.request
+    bodies = make_bodies(conn.pack, space, values)
     counter = peerlib.Syscalls()
     now = peerlib.now
     out = []

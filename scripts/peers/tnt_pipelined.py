@@ -18,7 +18,7 @@ import sys
 import msgpack
 
 import peerlib
-from tnt_blocking import _HEAD, DELETE, INSERT, SELECT, UPDATE, Blocking
+from tnt_blocking import _HEAD, Blocking, make_bodies
 
 
 def batch_loop(conn, body, n, per, now, lat):
@@ -71,15 +71,7 @@ def main():
     conn.view = memoryview(conn.buf)
     space, values, n, per = a['space_id'], peerlib.values(a['value_size']), a['ops'], \
         a['concurrency']
-    pack = conn.pack
-    bodies = {
-        'insert': lambda k: (INSERT, pack({0x10: space, 0x21: [k, values[k % 100]]})),
-        'select': lambda k: (SELECT, pack({0x10: space, 0x11: 0, 0x12: 0xffffffff, 0x13: 0,
-                                           0x14: 0, 0x20: [k]})),
-        'update': lambda k: (UPDATE, pack({0x10: space, 0x11: 0, 0x20: [k],
-                                           0x21: [[u'=', 1, values[(k + 1) % 100]]]})),
-        'delete': lambda k: (DELETE, pack({0x10: space, 0x11: 0, 0x20: [k]})),
-    }
+    bodies = make_bodies(conn.pack, space, values)
     counter = peerlib.Syscalls()
     out = []
     for name in a['phases']:

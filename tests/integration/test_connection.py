@@ -268,6 +268,17 @@ def test_wrong_password_and_unreachable_server(tarantool):
     assert '127.0.0.1:1' in str(e.value) and 'refused' in str(e.value)
 
 
+def _ping_until_back(conn, patience=10):
+    """Ping until the connection is back up (its reconnect loop reached the server)."""
+    deadline = time.time() + patience
+    while time.time() < deadline:
+        try:
+            conn.ping()
+            return
+        except errors.NetworkError:
+            gevent.sleep(0.1)
+
+
 def test_killed_server_fails_every_waiter_at_once_then_reconnects(tarantool_own):
     server = tarantool_own
     conn = connect(server, timeout=3.0)
@@ -294,13 +305,7 @@ def test_killed_server_fails_every_waiter_at_once_then_reconnects(tarantool_own)
         with pytest.raises(errors.NetworkError):
             conn.ping()   # still down: fails within the request timeout, never hangs
         server.restart()
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                conn.ping()
-                break
-            except errors.NetworkError:
-                gevent.sleep(0.1)
+        _ping_until_back(conn)
         assert conn.reconnects == 1 and conn.outage_seconds > 0
         assert conn.replace(sid, [1, u'back']) == [[1, u'back']]
     finally:
@@ -320,13 +325,7 @@ def test_a_server_gone_mid_request_fails_a_lone_caller_at_once_then_reconnects(t
             conn.eval(u'os.exit(0)')
         assert time.time() - t0 < 2.0
         server.restart()
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                conn.ping()
-                break
-            except errors.NetworkError:
-                gevent.sleep(0.1)
+        _ping_until_back(conn)
         assert conn.reconnects == 1 and conn.eval(u'return 2') == [2]
     finally:
         conn.close()
