@@ -368,6 +368,11 @@ class Connection(SharedSocket):
                     return _PARK
             except (OSError, select.error):     # EINTR on 2.7: the hub sees to it
                 return _PARK
+            except BaseException:
+                # A signal's exception (KeyboardInterrupt) raised in the poll: the
+                # caller leaves, so its entry goes, as _await_reply's does.
+                self._waiters.pop(sync, None)
+                raise
             try:
                 n = recv_into(buf)
             except _SOCKET_ERRORS:
