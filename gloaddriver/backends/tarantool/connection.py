@@ -14,10 +14,11 @@ How a request travels (docs/connectors.md says why):
   (self-clocking);
 * a request sent alone that finds nothing else ready to run (no hub callback
   queued) takes its reply itself: a plain ``poll`` on the socket, up to 1 ms, and
-  the same parser (``wait_alone``). One greenlet so pays a send, a poll and a recv
+  the same parser (``_alone``). One greenlet so pays a send, a poll and a recv
   per op, as a blocking client does, not a hub round (two switches, a libev pass
   with its fork check's ``getpid``, a callback). The hub still gets a turn every
-  millisecond, and anything slower than that is the hub's as always;
+  millisecond (a timer due waits 2 ms at most), and a reply slower than 1 ms is the
+  hub's as always;
 * an io watcher's callback, run by the hub, ``recv_into``s a large reusable
   buffer, cuts it into replies and switches to each waiting caller in turn.
   No reader or writer greenlet: a switch to one per chunk and per batch would
@@ -199,7 +200,7 @@ class Connection(SharedSocket):
             self._flush()
             if not self._hub_callbacks:
                 # The only request in flight and nothing else ready to run: the
-                # single-waiter path (_reader's wait_alone) skips the hub's round.
+                # single-waiter path (Connection._alone) skips the hub's round.
                 r = self._wait_alone(sync)
                 if r is not _PARK:
                     return r
@@ -563,7 +564,7 @@ _HEAD_AFTER_LEN = P._HEAD_AFTER_LEN
 OVERLAP_MIN = 8
 
 
-# The single-waiter path (Connection._reader's wait_alone): a poll waits up to
+# The single-waiter path (Connection._alone's wait_alone): a poll waits up to
 # ALONE_WAIT ms for the reply (a slower one is left to the hub), and the hub gets a
 # turn at least every ALONE_TURN seconds. At 1 greenlet a reply takes 70-80 us here:
 # one request in 13 or so goes through the hub.
