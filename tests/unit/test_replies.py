@@ -110,26 +110,6 @@ def test_many_replies_in_one_chunk():
     assert got[9][2] == ('rows', [[10, u'v10']])
 
 
-def test_a_feed_of_whole_replies_ends_without_running_out_of_data():
-    # The hot path: a read of whole replies (one, at one request in flight) is cut
-    # without the unpacker raising OutOfData, which costs a reply more than its parse.
-    parser = ReplyParser('test')
-    unpack, short = parser._unpack, []
-
-    def counted():
-        try:
-            return unpack()
-        except msgpack.OutOfData:
-            short.append(1)
-            raise
-    parser._unpack = counted
-    assert seen(parser.feed(STREAM)) == EXPECTED and short == []
-    assert seen(parser.feed(reply(8, {P.DATA: [[8]]}))) == [(8, P.OK, ('rows', [[8]]))]
-    assert short == []
-    parser.feed(reply(9, {P.DATA: [[9]]})[:3])     # a part: it still waits for the rest
-    assert short == [1]
-
-
 def test_the_reader_accepts_memoryview_slices_of_its_buffer():
     buf = bytearray(STREAM)
     view = memoryview(buf)

@@ -44,10 +44,8 @@ class ReplyParser(object):
         # Where the parser stands across feeds: (what comes next: 0 a length, 1 a
         # header, 2 the rest of a body; bytes of the frame still to come; the header;
         # the body so far; where the header began (tell): a header split across feeds
-        # is unpacked again from its start, so its size is measured from there; the
-        # bytes fed and not yet cut into replies, counted so that a feed of whole
-        # replies ends without the unpacker raising OutOfData).
-        self._state = (0, 0, None, None, 0, 0)
+        # is unpacked again from its start, so its size is measured from there).
+        self._state = (0, 0, None, None, 0)
 
     def feed(self, data):
         """Every reply that ``data`` completes, in stream order: a list of
@@ -62,22 +60,16 @@ class ReplyParser(object):
         unpack, tell, read_bytes = self._unpack, self._tell, self._read_bytes
         SYNC, REQUEST_TYPE, OK, CHUNK = P.SYNC, P.REQUEST_TYPE, P.OK, P.CHUNK
         Rows, empty_bodies, empty_max = P.Rows, P.EMPTY_BODIES, P.EMPTY_BODY_MAX
-        st, left, header, part, t0, avail = self._state
-        avail += len(data)
+        st, left, header, part, t0 = self._state
         try:
-            while st or avail > 0:   # mid-frame, or bytes of another frame
+            while True:
                 if st == 0:
-                    t0 = tell()
                     left = unpack()
                     if left.__class__ is not int:
                         raise P.ProtocolError('reply length prefix from %s is not an integer: '
                                               '%r' % (self.source, left))
                     st = 1
-                    # msgpack 0.6 leaves read_bytes out of tell(): only differences
-                    # of tell() around one unpack are sizes on every version.
-                    t = tell()
-                    avail -= t - t0 + left
-                    t0 = t
+                    t0 = tell()
                 if st == 1:
                     header = unpack()
                     if header.__class__ is not dict or SYNC not in header or \
@@ -114,7 +106,7 @@ class ReplyParser(object):
             # Whatever broke the unpacker, the stream can no longer be trusted.
             raise P.ProtocolError('cannot parse the reply stream from %s: %s: %s'
                                   % (self.source, e.__class__.__name__, e))
-        self._state = (st, left, header, part, t0, avail)
+        self._state = (st, left, header, part, t0)
         return replies
 
     def _error(self, code, body):
