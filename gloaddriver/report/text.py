@@ -172,6 +172,7 @@ def table(result):
                             r['late_after_ms'], _n(r['dropped'])))
         lines.extend(stage_lines(p))
         lines.extend(script_lines(p))
+        lines.extend(result_size_lines(p))
         for note in p.get('notes', ()):   # what the backend says of its phase
             lines.append('%s: %s' % (p['name'], note))
         lines.extend(outage_lines(p))
@@ -186,6 +187,19 @@ def table(result):
     for w in result.get('warnings') or ():
         lines.append('WARNING %s' % w['message'])
     return lines
+
+
+def result_size_lines(phase):
+    """What the queries of a phase returned, where the connector counts it: rows and
+    result bytes, in all and per second."""
+    if phase.get('rows') is None:
+        return []
+    seconds = phase.get('seconds') or 0
+    size = phase['result_bytes']
+    rate = (' (%s rows/s, %.1f MB/s)' % (_n(int(phase['rows'] / seconds)), size / seconds / 1e6)
+            if seconds > 0 else '')
+    return ['%s: %s rows read, %.1f MB of rows%s' % (phase['name'], _n(phase['rows']), size / 1e6,
+                                                     rate)]
 
 
 def script_lines(phase):

@@ -185,7 +185,9 @@ def checksummed(fn, st):
     """fn, plus an order-independent checksum of its results into st.checksum."""
     import zlib
     import msgpack
-    pack = msgpack.Packer(use_bin_type=True).pack
+    # A bytea on 2.7 is psycopg2's buffer, which msgpack packs only as its bytes (3.x's
+    # memoryview it packs itself, as the same bin).
+    pack = msgpack.Packer(use_bin_type=True, default=_buffer_bytes).pack
 
     def op(key):
         r = fn(key)
@@ -194,6 +196,12 @@ def checksummed(fn, st):
         st.checksum = (st.checksum + (zlib.crc32(pack(r)) & 0xffffffff)) % (1 << 64)
         return r
     return op
+
+
+def _buffer_bytes(obj):
+    if obj.__class__.__name__ in ('buffer', 'memoryview'):
+        return bytes(obj)
+    raise TypeError('cannot checksum a %s' % obj.__class__.__name__)
 
 
 class Checksum(Listener):

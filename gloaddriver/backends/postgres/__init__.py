@@ -18,7 +18,7 @@ from gloaddriver.backends import base
 from gloaddriver.converters import count, positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
-                                'wait_callback scripts connector script_run session_init')
+                                'wait_callback scripts connector script_run session_init decode')
 # How scripts run (pgbench's flags): --protocol, --max-tries, --per-statement, --define,
 # --scale, --connect-per-op, --tx-log, --sampling-rate.
 ScriptRun = namedtuple('ScriptRun', 'protocol max_tries per_statement defines scale '
@@ -33,6 +33,8 @@ WAIT_CALLBACKS = ('cached', 'psycogreen')
 TOOLBENCH_OPS = ('pg_type', 'series', 'bytea', 'arrays')
 BULK_METHODS = ('row-connect', 'row', 'executemany', 'execute-values', 'unnest', 'copy')
 CONNECTORS = ('psycopg2', 'pipelined')
+# --decode: the rows of a query decoded only when something reads them, or every one.
+DECODES = ('lazy', 'full')
 # --connector pipelined: greenlets per connection when --pool-size is not given. Several
 # statements in flight per socket is the point of it; a few connections keep the
 # server's backends (one CPU each) busy when there are cores for them.
@@ -62,7 +64,13 @@ class Postgres(base.Kind):
                                 help='postgres: psycopg2 (the default; one statement per '
                                      'connection at a time) or pipelined (ours: the extended '
                                      'protocol, the statements of several greenlets in flight '
-                                     'on one socket; --workload kv and scripts)')),
+                                     'on one socket; --workload kv, toolbench and scripts)')),
+        (('--decode',), dict(choices=list(DECODES),
+                             help='postgres --connector pipelined --workload toolbench: rows '
+                                  'decoded only when something reads them (lazy, the default: '
+                                  'counted and measured) or every row in the op (full: what an '
+                                  'application that uses them pays); psycopg2 decodes every '
+                                  'row')),
         (('--pool-size',), dict(type=positive_int, metavar='N',
                                 help='postgres: connections in the pool (default: --greenlets; '
                                      'with --connector pipelined one per %d greenlets)'
@@ -180,12 +188,13 @@ class Postgres(base.Kind):
                                          {'script': '--script', 'file': 'a workload file'}.get(
                                              kind, '--workload ' + kind)))
         _check_read_from(args, kind, connector)
+        decode = _decode(args, kind, connector)
         return Options(dsn=args.dsn or '', table=table, workload=kind, init=bool(args.init),
                        prepared=bool(args.prepared), pool_size=pool_size,
                        bulk_methods=methods, rows=args.rows or 100000,
                        wait_callback=args.wait_callback or 'cached', scripts=scripts,
                        connector=connector, script_run=script_run,
-                       session_init=args.session_init)
+                       session_init=args.session_init, decode=decode)
 
     def phases(self, opts, phases, mix, load):
         try:
@@ -243,6 +252,10 @@ class Postgres(base.Kind):
         if config.opts.connector == 'pipelined' and config.opts.workload == 'script':
             from gloaddriver.backends.postgres.script_pipelined import ScriptPipelinedBackend
             return ScriptPipelinedBackend(config, dsn, password)
+        if config.opts.connector == 'pipelined' and config.opts.workload == 'toolbench':
+            from gloaddriver.backends.postgres.toolbench_pipelined import (
+                ToolbenchPipelinedBackend)
+            return ToolbenchPipelinedBackend(config, dsn, password)
         if config.opts.connector == 'pipelined':
             from gloaddriver.backends.postgres.kv_pipelined import PipelinedBackend
             return PipelinedBackend(config, dsn, password)
@@ -259,11 +272,11 @@ class Postgres(base.Kind):
         if opts.connector == 'pipelined':
             return dict(base.Kind.manifest(self, config), connector=opts.connector,
                         connections=opts.pool_size, workload=opts.workload,
-                        pool_size=opts.pool_size,
+                        pool_size=opts.pool_size, decode=opts.decode,
                         prepared=prepared if opts.script_run is not None else True, **extra)
         return dict(base.Kind.manifest(self, config), connector=opts.connector,
                     connections=config.load.greenlets, workload=opts.workload,
-                    pool_size=opts.pool_size, prepared=prepared,
+                    pool_size=opts.pool_size, prepared=prepared, decode=opts.decode,
                     wait_callback=opts.wait_callback, **extra)
 
     def with_processes(self, config):
@@ -361,8 +374,9 @@ def _script_run(args, kind):
 
 def _check_pipelined(args, kind, pool_size):
     """What --connector pipelined does not do, refused before the run."""
-    if kind not in ('kv', 'script'):
-        raise errors.ConfigError('--connector pipelined runs --workload kv and --script; %s '
+    if kind not in ('kv', 'toolbench', 'script'):
+        raise errors.ConfigError('--connector pipelined runs --workload kv, toolbench and '
+                                 '--script; %s '
                                  'needs the psycopg2 connector' % {
                                      'file': 'a --workload-file'}.get(kind, '--workload ' + kind))
     if args.wait_callback:
@@ -372,6 +386,19 @@ def _check_pipelined(args, kind, pool_size):
         raise errors.ConfigError('--pool-size %d exceeds --greenlets %d: with --connector '
                                  'pipelined a connection would have no greenlet'
                                  % (pool_size, args.greenlets))
+
+
+def _decode(args, kind, connector):
+    """--decode as the run does it: lazy or full where rows can stay undecoded (pipelined
+    toolbench), else full (every row is built), which --decode lazy cannot change."""
+    if connector == 'pipelined' and kind == 'toolbench':
+        return args.decode or 'lazy'
+    if args.decode == 'lazy':
+        raise errors.ConfigError('--decode lazy is for --connector pipelined --workload '
+                                 'toolbench; %s decodes every row it reads'
+                                 % ('psycopg2' if connector == 'psycopg2' else
+                                    'this workload'))
+    return 'full'
 
 
 def _check_read_from(args, kind, connector):

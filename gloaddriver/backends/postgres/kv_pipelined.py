@@ -120,6 +120,7 @@ def make_ops(conn, values, scan_length=workload.scan_length):
 
 class PipelinedBackend(base.Backend):
     connector = 'pipelined'
+    lazy_rows = False       # PipelinedConnection's lazy_rows for this workload's connections
 
     def __init__(self, config, dsn, password):
         base.Backend.__init__(self, config)
@@ -142,7 +143,8 @@ class PipelinedBackend(base.Backend):
                                    statements=statements, reconnect=reconnect,
                                    outage_limit=c.limits.outage_limit, name=name,
                                    addresses=self.addresses, want=want or self.want,
-                                   session_init=self.opts.session_init, tls=self.tls)
+                                   session_init=self.opts.session_init, tls=self.tls,
+                                   lazy_rows=self.lazy_rows)
 
     def describe(self):
         n = self.opts.pool_size

@@ -42,7 +42,8 @@ from gevent.hub import Waiter
 
 from gloaddriver import errors
 from gloaddriver.py23 import clock
-from gloaddriver.backends.postgres.replies import (ProtocolError, ReplyParser, error_fields,
+from gloaddriver.backends.postgres.replies import (ProtocolError, ReplyParser, Rows,
+                                                   describe_columns, error_fields,
                                                    next_message)
 from gloaddriver.backends.shared_socket import SharedSocket
 
@@ -80,10 +81,10 @@ def _parse(name, sql):
     return b'P' + _I.pack(len(body) + 4) + body
 
 
-def _bind(name, params):
+def _bind(name, params, result_formats=_RESULT_FORMATS):
     parts = [b'\x00', _b(name), b'\x00', _BIND_FORMATS, _H.pack(len(params))]
     parts.extend(_param(p) for p in params)
-    parts.append(_RESULT_FORMATS)
+    parts.append(result_formats)
     body = b''.join(parts)
     return b'B' + _I.pack(len(body) + 4) + body
 
@@ -91,6 +92,12 @@ def _bind(name, params):
 # A statement as a part of a batch (``PipelinedConnection.batch``): no Sync of its own.
 _EXECUTE = _EXECUTE_SYNC[:-len(_SYNC)]
 SYNC = _SYNC
+
+
+def _describe(name):
+    """Describe of the prepared statement ``name``: its parameters' and columns' types."""
+    body = b'S' + _b(name) + b'\x00'
+    return b'D' + _I.pack(len(body) + 4) + body
 
 
 def frame_execute(name, params=()):
@@ -152,7 +159,7 @@ class PipelinedConnection(SharedSocket):
     def __init__(self, host, port, user, password=None, database=None, timeout=5.0,
                  connect_timeout=3.0, statements=(), reconnect=True, outage_limit=30.0,
                  name='pg-pipelined', addresses=None, want='any', session_init=None,
-                 tls=None):
+                 tls=None, lazy_rows=False):
         SharedSocket.__init__(self, host, port, timeout=timeout,
                               connect_timeout=connect_timeout, reconnect=reconnect,
                               outage_limit=outage_limit, name=name, addresses=addresses,
@@ -164,6 +171,10 @@ class PipelinedConnection(SharedSocket):
         self._statements = list(statements)
         self._session_init = session_init   # --session-init: SQL for every new socket
         self._tls = tls                     # tls.Spec of the DSN's sslmode, or None
+        # lazy_rows: queries answer replies.Rows, each statement's columns read in the
+        # format row_values chooses from its description (made when it is prepared).
+        self._lazy = lazy_rows
+        self._columns = {}          # statement name -> (Bind's result formats, decoders)
         # The waiters of the requests sent and not yet answered, in send order: request
         # number ``requests - len + 1`` first. A timed-out one is left as None, so that
         # its reply still finds its place.
@@ -273,8 +284,10 @@ class PipelinedConnection(SharedSocket):
     def _prepare_all(self, sock, buf):
         """Parse every statement on a new socket before it carries requests: one round
         trip, so a reconnect costs one more, not one per statement."""
-        sock.sendall(b''.join(_parse(n, sql) for n, sql in self._statements) + _SYNC)
-        error, buf = _first_error(sock, buf)
+        describe = self._lazy
+        sock.sendall(b''.join(_parse(n, sql) + (_describe(n) if describe else b'')
+                              for n, sql in self._statements) + _SYNC)
+        error, buf = _first_error(sock, buf, self._described if describe else None)
         if error is not None:
             raise errors.SchemaError('PostgreSQL at %s cannot prepare the statements: %s '
                                      '(SQLSTATE %s)' % (self.address, error.get('M', '?'),
@@ -282,6 +295,13 @@ class PipelinedConnection(SharedSocket):
         if buf:
             raise errors.ConnectError('PostgreSQL at %s sent more than it was asked for'
                                       % self.address)
+
+    def _described(self, described):
+        """Each statement's row description, in the order they were prepared (None for a
+        statement that returns no rows): the formats its results are asked in."""
+        from gloaddriver.backends.postgres.row_values import formats
+        for (name, _sql), columns in zip(self._statements, described):
+            self._columns[_b(name)] = formats([oid for _n, oid in columns or ()])
 
     def _goodbye(self):
         io = self._io
@@ -302,6 +322,16 @@ class PipelinedConnection(SharedSocket):
     def execute(self, name, params=()):
         """Rows of the prepared statement ``name`` with ``params``, or its row count."""
         return self._send_and_wait(_bind(name, params) + _EXECUTE_SYNC)
+
+    def rows(self, name, params=()):
+        """A lazy connection's ``execute``: the statement's columns asked in the formats
+        its description chose; its rows come as replies.Rows that decode to the values
+        psycopg2 gives."""
+        result_formats, decoders = self._columns[name]
+        r = self._send_and_wait(_bind(name, params, result_formats) + _EXECUTE_SYNC)
+        if r.__class__ is Rows:
+            r.decoders = decoders
+        return r
 
     def query(self, sql, params=()):
         """One statement, unprepared (the unnamed statement): its rows or row count."""
@@ -349,7 +379,7 @@ class PipelinedConnection(SharedSocket):
         # announces (None on a plain socket).
         held = getattr(raw, 'pending', None)
         read_some = self._read_some
-        parser = self._parser = ReplyParser('PostgreSQL at %s' % self.address)
+        parser = self._parser = ReplyParser('PostgreSQL at %s' % self.address, self._lazy)
         parse = parser.feed
         ServerError = errors.ServerError
 
@@ -433,15 +463,23 @@ def _send(sock, kind, body):
     sock.sendall(kind + _I.pack(len(body) + 4) + body)
 
 
-def _first_error(sock, buf):
+def _first_error(sock, buf, described=None):
     """(the fields of the first error before the next ReadyForQuery or None, the rest)
-    of a startup exchange (blocking)."""
+    of a startup exchange (blocking). ``described``: told, with no error, the [(name,
+    type oid)] of each RowDescription that came (None for each NoData), in order."""
     error = None
+    columns = []
     while True:
         kind, payload, buf = _read_message(sock, buf)
         if kind == b'E' and error is None:
             error = error_fields(payload)
+        elif kind == b'T':
+            columns.append(describe_columns(payload, 0, len(payload)))
+        elif kind == b'n':
+            columns.append(None)
         elif kind == b'Z':
+            if described is not None and error is None:
+                described(columns)
             return error, buf
 
 

@@ -17,6 +17,11 @@ its ReadyForQuery ('Z'), which ends its reply:
 A RowDescription ('T', sent for a Describe or a simple query) leaves its column names
 in ``columns``: what ``\\gset`` needs of a script's query.
 
+A parser made ``lazy`` builds no Python value for a row: a query's result is ``Rows``,
+the DataRow bytes as they came with their count and size, decoded (``row_values``)
+only when something reads them. A run of rows is crossed one length field at a time,
+in a loop of its own.
+
 A FATAL or PANIC error ends the session, not a statement: the parser stops there
 and keeps it as ``fatal`` (the replies before it are returned; nothing after it
 is read). Bytes that cannot be a message stream raise ProtocolError, after which
@@ -35,6 +40,45 @@ from gloaddriver.backends.postgres.sqlstate import is_outage
 _I = struct.Struct('!I')
 _IH = struct.Struct('!IH')
 _i = struct.Struct('!i')
+_cI = struct.Struct('!cI')
+
+
+class Rows(object):
+    """A query's rows, undecoded until read: ``len()`` and truth are the row count
+    (no decoding), ``size`` the bytes of its DataRow messages; iterating or indexing
+    decodes every row once, into tuples (``row_values.decode_rows`` with ``decoders``,
+    the row_values.Columns the connection sets from the statement's description: None
+    reads text)."""
+
+    __slots__ = ('count', 'size', 'decoders', '_parts', '_rows')
+
+    def __init__(self, parts, count, size):
+        self.count = count
+        self.size = size
+        self.decoders = None
+        self._parts = parts
+        self._rows = None
+
+    def __len__(self):
+        return self.count
+
+    def decoded(self):
+        """The rows as a list of tuples (decoded on the first call)."""
+        rows = self._rows
+        if rows is None:
+            from gloaddriver.backends.postgres.row_values import decode_rows
+            rows = self._rows = decode_rows(b''.join(self._parts), self.decoders, self.count)
+            self._parts = None
+        return rows
+
+    def __iter__(self):
+        return iter(self.decoded())
+
+    def __getitem__(self, i):
+        return self.decoded()[i]
+
+    def __repr__(self):
+        return '<Rows: %d, %d bytes>' % (self.count, self.size)
 
 
 class ProtocolError(errors.NetworkError):
@@ -68,25 +112,32 @@ def next_message(buf, source='the server'):
     return bytes(buf[:1]), bytes(buf[5:1 + length]), buf[1 + length:]
 
 
-def _column_names(data, start, end):
+def column_names(data, start, end):
     """The names of a RowDescription's columns (each a name, then 18 bytes of types)."""
-    names = []
+    return [name for name, _oid in describe_columns(data, start, end)]
+
+
+def describe_columns(data, start, end):
+    """[(name, type oid)] of the RowDescription in ``data[start:end]``."""
+    out = []
     at = start + 2
     for _c in range(struct.unpack_from('!H', data, start)[0]):
         stop = data.index(b'\x00', at, end)
-        names.append(data[at:stop].decode('utf-8'))
+        out.append((data[at:stop].decode('utf-8'), _I.unpack_from(data, stop + 7)[0]))
         at = stop + 19
-    return names
+    return out
 
 
 class ReplyParser(object):
     """Cuts a backend's message stream into statement replies; ``source`` names the
     server in messages. ``fatal``: the error of a FATAL message, once one came."""
 
-    __slots__ = ('source', 'fatal', 'columns', '_tail', '_rows', '_count', '_error')
+    __slots__ = ('source', 'fatal', 'columns', 'lazy', '_tail', '_rows', '_count', '_error',
+                 '_n', '_size')
 
-    def __init__(self, source='the server'):
+    def __init__(self, source='the server', lazy=False):
         self.source = source
+        self.lazy = lazy
         self.fatal = None
         self.columns = None         # the names of the last RowDescription's columns
         # Across feeds: the bytes of an unfinished message, and the reply so far.
@@ -94,10 +145,11 @@ class ReplyParser(object):
         self._rows = []
         self._count = None          # None: no CommandComplete yet; -1: a query's
         self._error = None
+        self._n = self._size = 0    # lazy: the rows so far and their bytes
 
     def feed(self, chunk):
         """The replies ``chunk`` (bytes) completes, in stream order: a list of rows
-        (list), row counts (int) and errors (ServerError). The per-reply loop of
+        (list; Rows when lazy), row counts (int) and errors (ServerError). The per-reply loop of
         every pipelined run: one call per chunk, no Python call per message."""
         if self.fatal is not None:
             return []
@@ -111,6 +163,8 @@ class ReplyParser(object):
         end = len(data)
         pos = 0
         rows, count, error = self._rows, self._count, self._error
+        lazy, nrows, size = self.lazy, self._n, self._size
+        unpack_cI = _cI.unpack_from
         try:
             while end - pos >= 5:
                 length = unpack_I(data, pos + 1)[0]
@@ -122,7 +176,19 @@ class ReplyParser(object):
                 kind = data[pos:pos + 1]
                 start = pos + 5
                 pos += 1 + length
-                if kind == b'D':
+                if kind == b'D' and lazy:
+                    # The run of rows here: their bytes kept whole, no value built.
+                    first = start - 5
+                    nrows += 1
+                    while end - pos >= 5:
+                        kind, length = unpack_cI(data, pos)
+                        if kind != b'D' or length < 4 or end - pos - 1 < length:
+                            break
+                        pos += 1 + length
+                        nrows += 1
+                    rows.append(data[first:pos])
+                    size += pos - first
+                elif kind == b'D':
                     ncols = unpack_IH(data, start - 4)[1]
                     at = start + 2
                     row = []
@@ -144,9 +210,14 @@ class ReplyParser(object):
                     count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
                         int(tag[-1]) if tag[-1].isdigit() else 0)
                 elif kind == b'Z':
-                    append(error if error is not None else
-                           rows if count is None or count < 0 else count)
+                    if error is not None:
+                        append(error)
+                    elif count is not None and count >= 0:
+                        append(count)
+                    else:
+                        append(Rows(rows, nrows, size) if lazy else rows)
                     rows, count, error = [], None, None
+                    nrows = size = 0
                 elif kind == b'E':
                     fields = error_fields(data[start:pos])
                     if fields.get('V', fields.get('S')) in ('FATAL', 'PANIC'):
@@ -154,7 +225,7 @@ class ReplyParser(object):
                         break
                     error = server_error(fields)
                 elif kind == b'T':
-                    self.columns = _column_names(data, start, pos)
+                    self.columns = column_names(data, start, pos)
                 # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
         except ProtocolError:
             raise
@@ -164,4 +235,5 @@ class ReplyParser(object):
                                 % (self.source, e.__class__.__name__, e))
         self._tail = data[pos:]
         self._rows, self._count, self._error = rows, count, error
+        self._n, self._size = nrows, size
         return replies

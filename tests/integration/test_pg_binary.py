@@ -1,0 +1,116 @@
+"""Binary results and lazy rows on the pipelined connection against a real private
+server: every type it reads in binary (and some it reads as text) decodes to the values
+psycopg2 gives for the same rows; ``--connector pipelined --workload toolbench`` runs
+lazy and ``--decode full``, its checksums the psycopg2 connector's."""
+from __future__ import absolute_import, division, print_function
+
+import psycopg2
+import psycopg2.extensions
+import pytest
+
+from gloaddriver.backends.postgres.pipelined import PipelinedConnection
+from gloaddriver.backends.postgres.replies import Rows
+from gloaddriver.backends.postgres.server import PostgresServer
+from tests.integration.conftest import assert_accounted, run_cli
+
+# (type, a value as SQL): one column each, and a row of NULLs.
+COLUMNS = [
+    ('int2', '-32768'), ('int4', '2147483647'), ('int8', '-9223372036854775808'),
+    ('oid', '4294967295'), ('float8', '0.1'), ('float4', '1.1'), ('bool', 'true'),
+    ('bytea', "'\\x00ff41'::bytea"), ('uuid', "'12345678-1234-5678-1234-567812345678'"),
+    ('date', "'1999-12-31'"), ('timestamp', "'2026-11-26 10:11:12.345678'"),
+    ('timestamptz', "'2026-11-26 10:11:12.345678+05:30'"),
+    ('timestamp', "'infinity'"),
+    ('int4[]', "'{1,NULL,3}'"), ('int4[]', "'{{1,2},{3,4}}'"), ('int8[]', "'{}'"),
+    ('int2[]', "'{7}'"), ('float8[]', "'{1.5,NULL}'"),
+    ('numeric', '2.50'), ('text', "'caf\u00e9'"), ('name', "'pg_type'"), ('"char"', "'c'"),
+    ('text[]', "'{a,\"b c\"}'"), ('json', "'{\"a\": [1, 2]}'"), ('interval', "'1 day 2 hours'"),
+]
+SELECT = 'SELECT %s FROM gl_types ORDER BY k' % ', '.join(
+    'c%d' % i for i in range(len(COLUMNS)))
+
+
+@pytest.fixture(scope='module')
+def pg():
+    server = PostgresServer().start()
+    conn = psycopg2.connect(server.dsn)
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute('SET TimeZone = \'Europe/Berlin\'')
+    cur.execute('CREATE TABLE gl_types (k int, %s)' % ', '.join(
+        'c%d %s' % (i, t) for i, (t, _v) in enumerate(COLUMNS)))
+    cur.execute(u'INSERT INTO gl_types VALUES (1, %s), (2, %s)' % (
+        ', '.join(v for _t, v in COLUMNS), ', '.join('NULL' for _c in COLUMNS)))
+    conn.close()
+    yield server
+    server.stop()
+
+
+def psycopg2_rows(pg, sql):
+    psycopg2.extensions.register_type(psycopg2.extensions.UNICODE)    # as the product does
+    psycopg2.extensions.register_type(psycopg2.extensions.UNICODEARRAY)
+    conn = psycopg2.connect(pg.dsn)
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        return cur.fetchall()
+    finally:
+        conn.close()
+
+
+def test_every_column_decodes_to_psycopg2s_value(pg):
+    want = psycopg2_rows(pg, SELECT)
+    conn = PipelinedConnection('127.0.0.1', pg.port, pg.user, pg.password, pg.database,
+                               statements=[('types', SELECT)], lazy_rows=True).connect()
+    try:
+        got = conn.rows(b'types')
+        assert isinstance(got, Rows) and len(got) == 2 and got.size > 0
+        assert got._rows is None             # counted, not decoded
+        rows = list(got)
+    finally:
+        conn.close()
+    assert len(rows) == len(want) == 2
+    for (t, v), a, b in zip(COLUMNS, rows[0], want[0]):
+        if t == 'bytea':
+            a, b = bytes(a), bytes(b)
+        assert a == b, (t, v, a, b)
+    assert rows[1] == want[1] == tuple(None for _c in COLUMNS)
+
+
+def test_toolbench_on_the_pipelined_connector_counts_rows_and_matches_psycopg2(pg):
+    dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s password=%s sslmode=disable' % (
+        pg.port, pg.database, pg.user, pg.password)
+    runs = {}
+    for extra in (['--connector', 'psycopg2'], ['--connector', 'pipelined'],
+                  ['--connector', 'pipelined', '--decode', 'full']):
+        rc, out, err, res = run_cli(['--backend', 'postgres', '--dsn', dsn, '--init',
+                                     '--workload', 'toolbench', '--ops', '40', '--greenlets', '4',
+                                     '--checksum'] + extra)
+        assert rc == 0, err
+        assert_accounted(res)
+        runs[' '.join(extra[1:])] = res
+    sums = dict((k, [p['checksum'] for p in r['phases']]) for k, r in runs.items())
+    assert sums['psycopg2'] == sums['pipelined'] == sums['pipelined --decode full'], sums
+    assert runs['psycopg2']['manifest']['decode'] == 'full'
+    for key, decode in (('pipelined', 'lazy'), ('pipelined --decode full', 'full')):
+        res = runs[key]
+        assert res['manifest']['decode'] == decode
+        rows = dict((p['name'], p['rows']) for p in res['phases'])
+        assert rows['series'] == 40 * 1000 and rows['bytea'] == rows['arrays'] == 40 * 100
+        assert rows['pg_type'] > 40 * 100
+        for p in res['phases']:
+            assert p['result_bytes'] > p['rows'] * 7     # a DataRow's header alone is 7
+        bytea = [p for p in res['phases'] if p['name'] == 'bytea'][0]
+        assert bytea['result_bytes'] > 40 * 100 * 1024
+
+
+def test_lazy_rows_without_checksum_are_not_decoded(pg):
+    rc, out, err, res = run_cli(['--backend', 'postgres', '--dsn',
+                                 'host=127.0.0.1 port=%d dbname=%s user=%s password=%s '
+                                 'sslmode=disable' % (pg.port, pg.database, pg.user, pg.password),
+                                 '--init', '--workload', 'toolbench', '--phases', 'series',
+                                 '--ops', '50', '--connector', 'pipelined'])
+    assert rc == 0, err
+    assert_accounted(res)
+    assert 'rows decoded only when read' in out
+    assert 'rows/s' in out and res['phases'][0]['rows'] == 50 * 1000
