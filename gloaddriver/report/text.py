@@ -171,8 +171,7 @@ def table(result):
                             _n(r['late']),
                             r['late_after_ms'], _n(r['dropped'])))
         lines.extend(stage_lines(p))
-        lines.extend(script_lines(p))
-        lines.extend(result_size_lines(p))
+        lines.extend(script_lines(p) + result_size_lines(p))
         for note in p.get('notes', ()):   # what the backend says of its phase
             lines.append('%s: %s' % (p['name'], note))
         lines.extend(outage_lines(p))

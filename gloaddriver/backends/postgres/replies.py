@@ -43,6 +43,19 @@ _i = struct.Struct('!i')
 _cI = struct.Struct('!cI')
 
 
+def _row_run(data, pos, end, unpack_cI=_cI.unpack_from):
+    """(where the run of whole DataRow messages from ``pos`` ends, how many it has,
+    the one before ``pos`` included): a length field each, no value read."""
+    n = 1
+    while end - pos >= 5:
+        kind, length = unpack_cI(data, pos)
+        if kind != b'D' or length < 4 or end - pos - 1 < length:
+            break
+        pos += 1 + length
+        n += 1
+    return pos, n
+
+
 class Rows(object):
     """A query's rows, undecoded until read: ``len()`` and truth are the row count
     (no decoding), ``size`` the bytes of its DataRow messages; iterating or indexing
@@ -164,7 +177,6 @@ class ReplyParser(object):
         pos = 0
         rows, count, error = self._rows, self._count, self._error
         lazy, nrows, size = self.lazy, self._n, self._size
-        unpack_cI = _cI.unpack_from
         try:
             while end - pos >= 5:
                 length = unpack_I(data, pos + 1)[0]
@@ -179,13 +191,8 @@ class ReplyParser(object):
                 if kind == b'D' and lazy:
                     # The run of rows here: their bytes kept whole, no value built.
                     first = start - 5
-                    nrows += 1
-                    while end - pos >= 5:
-                        kind, length = unpack_cI(data, pos)
-                        if kind != b'D' or length < 4 or end - pos - 1 < length:
-                            break
-                        pos += 1 + length
-                        nrows += 1
+                    pos, n = _row_run(data, pos, end)
+                    nrows += n
                     rows.append(data[first:pos])
                     size += pos - first
                 elif kind == b'D':
@@ -210,14 +217,10 @@ class ReplyParser(object):
                     count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
                         int(tag[-1]) if tag[-1].isdigit() else 0)
                 elif kind == b'Z':
-                    if error is not None:
-                        append(error)
-                    elif count is not None and count >= 0:
-                        append(count)
-                    else:
-                        append(Rows(rows, nrows, size) if lazy else rows)
-                    rows, count, error = [], None, None
-                    nrows = size = 0
+                    append(error if error is not None else count
+                           if count is not None and count >= 0 else
+                           Rows(rows, nrows, size) if lazy else rows)
+                    rows, count, error, nrows, size = [], None, None, 0, 0
                 elif kind == b'E':
                     fields = error_fields(data[start:pos])
                     if fields.get('V', fields.get('S')) in ('FATAL', 'PANIC'):
