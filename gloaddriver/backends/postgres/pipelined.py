@@ -23,9 +23,12 @@ after ``outage_limit`` seconds down they fail at once with GaveUp.
 
 Scope: prepared statements (``prepare`` once, then ``execute``), one-off ``query``
 calls, ``batch``es of statements that are one transaction (scripts: a pgbench
-transaction is a batch), simple-protocol queries, text parameters and text results; authentication by SCRAM-SHA-256,
-md5 or password; TCP only, TLS as the DSN's sslmode asks (``tls``). No COPY. ``--connector pipelined`` runs the kv
-workload on it (``kv_pipelined``).
+transaction is a batch), simple-protocol queries, text parameters; text results, or
+with ``lazy_rows`` each described statement's columns in the format ``row_values``
+chooses, its rows undecoded until read (``replies.Rows``); authentication by
+SCRAM-SHA-256, md5 or password; TCP only, TLS as the DSN's sslmode asks (``tls``). No
+COPY. ``--connector pipelined`` runs the kv workload (``kv_pipelined``), toolbench
+(``toolbench_pipelined``) and scripts (``script_pipelined``) on it.
 """
 from __future__ import absolute_import, division, print_function
 
