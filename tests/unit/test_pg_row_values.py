@@ -169,3 +169,63 @@ def test_rows_of_fixed_columns_read_whole_or_one_by_one_alike():
     with_null = data + row(None, *[struct.pack('!' + c, 1) for c in codes[2:]])
     got = row_values.decode_rows(with_null, columns, 51)
     assert got[:50] == values and got[50] == (None, 1, True, 1.0, 1, 1)
+
+
+# Long runs of rows of one length (crossed many at a time), broken by a shorter row (a
+# NULL), by a message of another type but the same length, and by the end of a feed.
+SAME = [row(i4(i)) for i in range(60)]
+OTHER_TYPE = msg(b'N', b'x' * (len(SAME[0]) - 5))    # a notice as long as a row
+RUNS_STREAM = b''.join([BOUND] + SAME[:40] + [row(None)] + SAME[40:] + [OTHER_TYPE] + SAME +
+                       [done(b'SELECT 181'), READY])
+RUNS_ROWS = [(i,) for i in range(40)] + [(None,)] + [(i,) for i in range(40, 60)] + \
+    [(i,) for i in range(60)]
+
+
+def test_runs_of_same_length_rows_count_as_the_eager_parser_does_however_split():
+    _, columns = row_values.formats([INT4])
+    eager = ReplyParser('test').feed(RUNS_STREAM)[0]
+    assert len(eager) == len(RUNS_ROWS) == 121
+    size = sum(len(m) for m in SAME) * 2 + len(row(None))
+    for cut in list(range(0, len(RUNS_STREAM) + 1, 7)) + [len(RUNS_STREAM) - 1]:
+        for pieces in ([RUNS_STREAM[:cut], RUNS_STREAM[cut:]],
+                       [RUNS_STREAM[i:i + cut + 1] for i in range(0, len(RUNS_STREAM),
+                                                                  cut + 1)]):
+            parser = ReplyParser('test', lazy=True)
+            out = []
+            for piece in pieces:
+                out += parser.feed(piece)
+            [r] = out
+            assert (r.count, r.size) == (121, size), cut
+            r.decoders = columns
+            assert list(r) == RUNS_ROWS, cut
+
+
+def test_random_runs_of_rows_and_same_length_notices_count_as_the_eager_parser():
+    import random
+    rnd = random.Random(5)
+    _, columns = row_values.formats([INT4])
+    for trial in range(200):
+        parts, want = [BOUND], []
+        for _m in range(rnd.randrange(1, 120)):
+            pick = rnd.random()
+            if pick < 0.05:
+                parts.append(OTHER_TYPE)
+            elif pick < 0.1:
+                parts.append(row(None))
+                want.append((None,))
+            else:
+                v = rnd.randrange(-5, 5)
+                parts.append(row(i4(v)))
+                want.append((v,))
+        parts += [done(b'SELECT %d' % len(want)), READY]
+        stream = b''.join(parts)
+        cuts = sorted(rnd.randrange(len(stream) + 1) for _c in range(rnd.randrange(4)))
+        pieces = [stream[a:b] for a, b in zip([0] + cuts, cuts + [len(stream)])]
+        parser = ReplyParser('test', lazy=True)
+        out = []
+        for piece in pieces:
+            out += parser.feed(piece)
+        [r] = out
+        assert r.count == len(want), (trial, cuts)
+        r.decoders = columns
+        assert list(r) == want, (trial, cuts)

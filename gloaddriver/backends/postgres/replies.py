@@ -43,17 +43,51 @@ _i = struct.Struct('!i')
 _cI = struct.Struct('!cI')
 
 
-def _row_run(data, pos, end, unpack_cI=_cI.unpack_from):
+def _row_run(data, pos, end, length, unpack_cI=_cI.unpack_from):
     """(where the run of whole DataRow messages from ``pos`` ends, how many it has,
-    the one before ``pos`` included): a length field each, no value read."""
+    counting the one of ``length`` just before ``pos``): a length field each, no value
+    read. Rows of one length (fixed-width columns, no NULL) are crossed many at a time."""
     n = 1
+    same = 0        # rows of this length one after the other so far
     while end - pos >= 5:
-        kind, length = unpack_cI(data, pos)
-        if kind != b'D' or length < 4 or end - pos - 1 < length:
+        kind, size = unpack_cI(data, pos)
+        if kind != b'D' or size < 4 or end - pos - 1 < size:
             break
-        pos += 1 + length
+        if size != length:
+            same = 0
+        elif same < 3:
+            same += 1
+        elif end - pos > _PROBE * (size + 1):
+            # Four of one length: try the next _PROBE at once, and the rest if they are.
+            step = size + 1
+            head = data[pos:pos + 5]
+            k = _same_rows(data, pos, _PROBE, step, head)
+            if k == _PROBE:
+                k += _same_rows(data, pos + k * step, (end - pos) // step - k, step, head)
+            pos += k * step
+            n += k
+            continue
+        pos += 1 + size
         n += 1
+        length = size
     return pos, n
+
+
+_PROBE = 16
+
+
+def _same_rows(data, pos, most, step, head):
+    """How many of the ``most`` records of ``step`` bytes from ``pos``, one after the
+    other, begin with ``head`` (a DataRow's type and length): each a whole message of
+    that length. Five strided slices, no loop per row."""
+    k = most
+    if k <= 0:
+        return 0
+    stop = pos + most * step
+    for i in range(5):
+        column = data[pos + i:stop:step]
+        k = min(k, len(column) - len(column.lstrip(head[i:i + 1])))
+    return k
 
 
 class Rows(object):
@@ -80,7 +114,8 @@ class Rows(object):
         rows = self._rows
         if rows is None:
             from gloaddriver.backends.postgres.row_values import decode_rows
-            rows = self._rows = decode_rows(b''.join(self._parts), self.decoders, self.count)
+            data = b''.join([d[a:b] for d, a, b in self._parts])
+            rows = self._rows = decode_rows(data, self.decoders, self.count)
             self._parts = None
         return rows
 
@@ -191,9 +226,9 @@ class ReplyParser(object):
                 if kind == b'D' and lazy:
                     # The run of rows here: their bytes kept whole, no value built.
                     first = start - 5
-                    pos, n = _row_run(data, pos, end)
+                    pos, n = _row_run(data, pos, end, length)
                     nrows += n
-                    rows.append(data[first:pos])
+                    rows.append((data, first, pos))    # no copy until read
                     size += pos - first
                 elif kind == b'D':
                     ncols = unpack_IH(data, start - 4)[1]
