@@ -158,7 +158,6 @@ def test_text_columns_go_through_psycopg2s_casters(oid, text, value):
 def test_rows_of_fixed_columns_read_whole_or_one_by_one_alike():
     oids = [INT4, INT8, 16, 701, 21, 26]
     _, columns = row_values.formats(oids)
-    assert columns.fixed is not None
     values = [(i, -i * 2 ** 33, i % 2 == 0, i / 4.0, -i, i * 7) for i in range(50)]
     codes = '!iq?dhI'
     data = b''.join(row(*[struct.pack('!' + c, v) for c, v in zip(codes[1:], vs)])
@@ -229,3 +228,41 @@ def test_random_runs_of_rows_and_same_length_notices_count_as_the_eager_parser()
         assert r.count == len(want), (trial, cuts)
         r.decoders = columns
         assert list(r) == want, (trial, cuts)
+
+
+def whole_or_one_by_one(oids, messages):
+    """decode_rows told the count (rows of one layout read whole) and not (one by one)."""
+    _, columns = row_values.formats(oids)
+    data = b''.join(messages)
+    whole = row_values.decode_rows(data, columns, len(messages))
+    assert whole == row_values.decode_rows(data, columns, None)
+    return whole
+
+
+def test_rows_of_one_layout_read_whole_or_one_by_one_alike():
+    text_bytea = [row(b'abc', b'\x00\x01', i4(i)) for i in range(30)]
+    got = whole_or_one_by_one([TEXT, 17, INT4], text_bytea)
+    assert [(a, bytes(b), c) for a, b, c in got] == [(u'abc', b'\x00\x01', i) for i in range(30)]
+    arrays = [row(array(23, [3], [i, i + 1, i + 2]), i4(i)) for i in range(30)]
+    assert whole_or_one_by_one([1007, INT4], arrays) == [([i, i + 1, i + 2], i)
+                                                         for i in range(30)]
+
+
+@pytest.mark.parametrize('last,value', [
+    (row(b'ab', b'cde'), (u'ab', u'cde')),      # one length, split otherwise in columns
+    (row(b'abcd', b'e'), (u'abcd', u'e')),
+    (row(b'abcdef', None), (u'abcdef', None)),  # a NULL, and still the same length
+])
+def test_rows_of_one_length_but_another_layout_are_read_one_by_one(last, value):
+    rows = [row(b'abc', b'de')] * 20 + [last]
+    assert whole_or_one_by_one([TEXT, TEXT], rows) == [(u'abc', u'de')] * 20 + [value]
+
+
+def test_arrays_of_one_length_but_other_headers_are_read_one_by_one():
+    # [1, 2] against a NULL and 2 (same length? no: a NULL is 4 bytes shorter) and a 2-D
+    # array of 2 elements (a longer header): each read as it is.
+    rows = [row(array(23, [2], [1, 2]))] * 20 + [row(array(23, [1, 2], [3, 4]))]
+    got = whole_or_one_by_one([1007], rows)
+    assert got == [([1, 2],)] * 20 + [([[3, 4]],)]
+    flagged = [row(array(23, [2], [1, 2]))] * 20 + [row(array(23, [2], [5, 6], has_null=True))]
+    assert whole_or_one_by_one([1007], flagged) == [([1, 2],)] * 20 + [([5, 6],)]

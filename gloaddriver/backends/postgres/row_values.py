@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 import datetime
 import struct
 import uuid
+from operator import itemgetter
 
 import psycopg2.extensions
 import psycopg2.tz
@@ -73,8 +74,7 @@ BINARY = {
     1184: _timestamp(_EPOCH_TZ),
     2950: _uuid,
 }
-# Columns whose binary value is one struct code: a row of only these, none NULL, is read
-# by one struct call (every row of such a result has the same length).
+# Columns whose binary value is one struct code (read in place, whole rows at a time).
 FIXED = {16: '?', 20: 'q', 21: 'h', 23: 'i', 26: 'I', 701: 'd'}
 # Arrays of numbers: the array's oid -> (element oid, struct code of an element).
 ARRAYS = {1005: (21, 'h'), 1007: (23, 'i'), 1016: (20, 'q'), 1028: (26, 'I'), 1022: (701, 'd')}
@@ -136,45 +136,127 @@ def _text(oid):
 
 
 class Columns(object):
-    """How a statement's rows decode: a decoder per column (None: UTF-8 text), and for
-    rows of FIXED columns only, the struct of a whole DataRow message."""
-    __slots__ = ('decoders', 'fixed')
+    """How a statement's rows decode: their types and a decoder per column (None: UTF-8
+    text)."""
+    __slots__ = ('oids', 'decoders')
 
-    def __init__(self, decoders, fixed=None):
+    def __init__(self, oids, decoders):
+        self.oids = oids
         self.decoders = decoders
-        self.fixed = fixed
 
 
 def formats(oids):
     """(result format codes as Bind's tail, Columns) for columns of type ``oids``:
     binary (1) where BINARY reads the type, else text (0)."""
+    oids = tuple(oids)
     codes = [1 if oid in BINARY else 0 for oid in oids]
     decoders = tuple(BINARY[oid] if code else _text(oid) for oid, code in zip(oids, codes))
-    fixed = None
-    if oids and all(oid in FIXED for oid in oids):
-        # type byte, length, column count, then each column's length and value
-        fixed = struct.Struct('!7x' + ''.join('4x' + FIXED[oid] for oid in oids))
-    return (struct.pack('!H%dH' % len(codes), len(codes), *codes),
-            Columns(decoders, fixed))
+    return struct.pack('!H%dH' % len(codes), len(codes), *codes), Columns(oids, decoders)
 
 
-def _fixed_rows(data, fixed):
-    """Rows of one length, each read by the struct ``fixed``."""
-    if hasattr(fixed, 'iter_unpack'):
-        return list(fixed.iter_unpack(data))
-    unpack = fixed.unpack_from
-    return [unpack(data, at) for at in range(0, len(data), fixed.size)]
+def _struct(fmt):
+    s = _STRUCTS.get(fmt)
+    if s is None:
+        if len(_STRUCTS) > 256:
+            _STRUCTS.clear()
+        s = _STRUCTS[fmt] = struct.Struct(fmt)
+    return s
+
+
+def _layout(data, columns):
+    """How every row of ``data`` reads if it is laid out as its first one: (the struct of
+    a whole DataRow, what each column is in the struct's values, the byte ranges that
+    must be the same in every row), or None (a NULL, a text column, a length that does
+    not add up: the rows are read one by one).
+
+    A column is ('v', i) a value of FIXED, ('a', i, n) a one-dimensional array of n
+    numbers without NULL (its header and so its length and element type checked in
+    every row), ('s', i, decoder) bytes of one length to decode."""
+    length, ncols = _IH.unpack_from(data, 1)
+    if ncols != len(columns.oids):
+        return None
+    fmt = ['!7x']
+    same = [(1, 6)]           # the message's length and column count
+    plan = []
+    at, idx = 7, 0
+    for oid, dec in zip(columns.oids, columns.decoders):
+        size = _i.unpack_from(data, at)[0]
+        if size < 0:
+            return None
+        same.append((at, 4))
+        at += 4
+        if oid in FIXED:
+            fmt.append('4x' + FIXED[oid])
+            plan.append(('v', idx))
+            idx += 1
+        elif oid in ARRAYS and size >= 20 and _i.unpack_from(data, at)[0] == 1 and \
+                _i.unpack_from(data, at + 4)[0] == 0:
+            n = _i.unpack_from(data, at + 12)[0]
+            code = ARRAYS[oid][1]
+            fmt.append('4x20x' + ('4x' + code) * n)
+            same.append((at, 20))
+            plan.append(('a', idx, n))
+            idx += n
+        else:
+            fmt.append('4x%ds' % size)
+            plan.append(('s', idx, dec))
+            idx += 1
+        at += size
+    if at != 1 + length:
+        return None
+    return _struct(''.join(fmt)), plan, same
+
+
+def _same_everywhere(data, step, same):
+    """Whether each byte of the ranges ``same`` is the same in every ``step``-byte row."""
+    for start, size in same:
+        for b in range(start, start + size):
+            column = data[b::step]
+            if column.lstrip(column[:1]):
+                return False
+    return True
+
+
+def _uniform_rows(data, count, columns):
+    """The rows when they are all laid out as the first one (_layout), read by one struct
+    each; None when they are not."""
+    step = len(data) // count
+    layout = _layout(data, columns)
+    if layout is None or layout[0].size != step or not _same_everywhere(data, step, layout[2]):
+        return None
+    rowstruct, plan, _same = layout
+    if hasattr(rowstruct, 'iter_unpack'):
+        flat = list(rowstruct.iter_unpack(data))
+    else:
+        unpack = rowstruct.unpack_from
+        flat = [unpack(data, at) for at in range(0, len(data), step)]
+    if all(kind[0] == 'v' for kind in plan):
+        return flat
+    out = []
+    for kind in plan:
+        if kind[0] == 'a':
+            out.append(map(list, map(itemgetter(slice(kind[1], kind[1] + kind[2])), flat)))
+            continue
+        values = map(itemgetter(kind[1]), flat)
+        if kind[0] == 's':
+            dec = kind[2]
+            values = [v.decode('utf-8') for v in values] if dec is None else map(dec, values)
+        out.append(values)
+    return list(zip(*out))
 
 
 def decode_rows(data, columns=None, count=None):
     """The rows of ``data`` (``count`` whole DataRow messages, nothing else) as tuples,
-    each column through its decoder (``columns`` None: all text), NULL as None."""
+    each column through its decoder (``columns`` None: all text), NULL as None. Rows all
+    of one layout (one length, no NULL, the same lengths in each column) are read a
+    whole row at a time."""
     decoders = None
     if columns is not None:
         decoders = columns.decoders
-        fixed = columns.fixed
-        if fixed is not None and count is not None and len(data) == count * fixed.size:
-            return _fixed_rows(data, fixed)     # no NULL: a NULL would shorten its row
+        if count and len(data) % count == 0 and data:
+            rows = _uniform_rows(data, count, columns)
+            if rows is not None:
+                return rows
     unpack_IH = _IH.unpack_from
     unpack_i = _i.unpack_from
     rows = []
