@@ -23,7 +23,7 @@ from benchlib import ROOT, driver, median, out_path, write_json
 sys.path.insert(0, ROOT)
 from gloaddriver.backends.postgres.server import PostgresServer  # noqa: E402
 from gloaddriver.backends.postgres.workloads import TOOLBENCH_QUERIES  # noqa: E402
-from gloaddriver.backends.postgres.toolbench_pipelined import numbered  # noqa: E402
+from gloaddriver.backends.postgres.rows_pipelined import numbered  # noqa: E402
 
 PEERS = os.path.join(ROOT, 'scripts', 'peers')
 QUERIES = ('pg_type', 'series', 'bytea', 'arrays')

@@ -1,7 +1,8 @@
 """Binary results and lazy rows on the pipelined connection against a real private
 server: every type it reads in binary (and some it reads as text) decodes to the values
 psycopg2 gives for the same rows; ``--connector pipelined --workload toolbench`` runs
-lazy and ``--decode full``, its checksums the psycopg2 connector's."""
+lazy and ``--decode full``, its checksums the psycopg2 connector's; relational makes
+and reads its families."""
 from __future__ import absolute_import, division, print_function
 
 import psycopg2
@@ -114,3 +115,24 @@ def test_lazy_rows_without_checksum_are_not_decoded(pg):
     assert_accounted(res)
     assert 'rows decoded only when read' in out
     assert 'rows/s' in out and res['phases'][0]['rows'] == 50 * 1000
+
+
+@pytest.mark.parametrize('decode', ['lazy', 'full'])
+def test_relational_on_the_pipelined_connector_makes_and_reads_families(pg, decode):
+    dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s password=%s sslmode=disable' % (
+        pg.port, pg.database, pg.user, pg.password)
+    before = psycopg2_rows(pg, 'SELECT to_regclass(\'rel_parent\')')[0][0] and \
+        psycopg2_rows(pg, 'SELECT count(*) FROM rel_parent')[0][0] or 0
+    rc, out, err, res = run_cli(['--backend', 'postgres', '--dsn', dsn, '--init', '--workload',
+                                 'relational', '--ops', '400', '--greenlets', '8',
+                                 '--connector', 'pipelined', '--decode', decode, '--seed', '3'])
+    assert rc == 0, err
+    assert_accounted(res)
+    [mix] = res['phases']
+    creates = mix['ops']['create']['ok']
+    assert creates > 0 and mix['ok'] == 400
+    parents = psycopg2_rows(pg, 'SELECT count(*) FROM rel_parent')[0][0]
+    assert parents - before == 3 * creates
+    # a create returns its 5 children's parent ids; a read up to 10 families' rows
+    assert mix['rows'] >= 5 * creates + (400 - creates)
+    assert res['manifest']['decode'] == decode

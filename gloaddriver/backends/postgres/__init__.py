@@ -64,9 +64,11 @@ class Postgres(base.Kind):
                                 help='postgres: psycopg2 (the default; one statement per '
                                      'connection at a time) or pipelined (ours: the extended '
                                      'protocol, the statements of several greenlets in flight '
-                                     'on one socket; --workload kv, toolbench and scripts)')),
+                                     'on one socket; --workload kv, relational, toolbench '
+                                     'and scripts)')),
         (('--decode',), dict(choices=list(DECODES),
-                             help='postgres --connector pipelined --workload toolbench: rows '
+                             help='postgres --connector pipelined --workload toolbench or '
+                                  'relational: rows '
                                   'decoded only when something reads them (lazy, the default: '
                                   'counted and measured) or every row in the op (full: what an '
                                   'application that uses them pays); psycopg2 decodes every '
@@ -252,10 +254,10 @@ class Postgres(base.Kind):
         if config.opts.connector == 'pipelined' and config.opts.workload == 'script':
             from gloaddriver.backends.postgres.script_pipelined import ScriptPipelinedBackend
             return ScriptPipelinedBackend(config, dsn, password)
-        if config.opts.connector == 'pipelined' and config.opts.workload == 'toolbench':
-            from gloaddriver.backends.postgres.toolbench_pipelined import (
-                ToolbenchPipelinedBackend)
-            return ToolbenchPipelinedBackend(config, dsn, password)
+        if config.opts.connector == 'pipelined' and config.opts.workload in ('toolbench',
+                                                                           'relational'):
+            from gloaddriver.backends.postgres.rows_pipelined import RowsPipelinedBackend
+            return RowsPipelinedBackend(config, dsn, password)
         if config.opts.connector == 'pipelined':
             from gloaddriver.backends.postgres.kv_pipelined import PipelinedBackend
             return PipelinedBackend(config, dsn, password)
@@ -374,9 +376,9 @@ def _script_run(args, kind):
 
 def _check_pipelined(args, kind, pool_size):
     """What --connector pipelined does not do, refused before the run."""
-    if kind not in ('kv', 'toolbench', 'script'):
-        raise errors.ConfigError('--connector pipelined runs --workload kv, toolbench and '
-                                 '--script; %s '
+    if kind not in ('kv', 'toolbench', 'relational', 'script'):
+        raise errors.ConfigError('--connector pipelined runs --workload kv, relational, '
+                                 'toolbench and --script; %s '
                                  'needs the psycopg2 connector' % {
                                      'file': 'a --workload-file'}.get(kind, '--workload ' + kind))
     if args.wait_callback:
@@ -390,12 +392,13 @@ def _check_pipelined(args, kind, pool_size):
 
 def _decode(args, kind, connector):
     """--decode as the run does it: lazy or full where rows can stay undecoded (pipelined
-    toolbench), else full (every row is built), which --decode lazy cannot change."""
-    if connector == 'pipelined' and kind == 'toolbench':
+    toolbench and relational), else full (every row is built), which --decode lazy
+    cannot change."""
+    if connector == 'pipelined' and kind in ('toolbench', 'relational'):
         return args.decode or 'lazy'
     if args.decode == 'lazy':
         raise errors.ConfigError('--decode lazy is for --connector pipelined --workload '
-                                 'toolbench; %s decodes every row it reads'
+                                 'toolbench or relational; %s decodes every row it reads'
                                  % ('psycopg2' if connector == 'psycopg2' else
                                     'this workload'))
     return 'full'

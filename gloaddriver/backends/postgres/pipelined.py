@@ -28,7 +28,7 @@ with ``lazy_rows`` each described statement's columns in the format ``row_values
 chooses, its rows undecoded until read (``replies.Rows``); authentication by
 SCRAM-SHA-256, md5 or password; TCP only, TLS as the DSN's sslmode asks (``tls``). No
 COPY. ``--connector pipelined`` runs the kv workload (``kv_pipelined``), toolbench
-(``toolbench_pipelined``) and scripts (``script_pipelined``) on it.
+and relational (``rows_pipelined``) and scripts (``script_pipelined``) on it.
 """
 from __future__ import absolute_import, division, print_function
 

@@ -17,7 +17,8 @@ its ReadyForQuery ('Z'), which ends its reply:
 A RowDescription ('T', sent for a Describe or a simple query) leaves its column names
 in ``columns``: what ``\\gset`` needs of a script's query.
 
-A parser made ``lazy`` builds no Python value for a row: a query's result is ``Rows``,
+A parser made ``lazy`` builds no Python value for a row: a query's result is ``Rows``
+(and so is a DML statement's when it returned rows: RETURNING),
 the DataRow bytes as they came with their count and size, decoded (``row_values``)
 only when something reads them. A run of rows is crossed one length field at a time,
 in a loop of its own.
@@ -196,9 +197,8 @@ class ReplyParser(object):
         self._n = self._size = 0    # lazy: the rows so far and their bytes
 
     def feed(self, chunk):
-        """The replies ``chunk`` (bytes) completes, in stream order: a list of rows
-        (list; Rows when lazy), row counts (int) and errors (ServerError). The per-reply loop of
-        every pipelined run: one call per chunk, no Python call per message."""
+        """The replies ``chunk`` (bytes) completes, in stream order: rows (a list; Rows when
+        lazy), row counts (int), errors (ServerError). One call per chunk."""
         if self.fatal is not None:
             return []
         unpack_I = _I.unpack_from
@@ -252,9 +252,10 @@ class ReplyParser(object):
                     count = -1 if tag[0] in (b'SELECT', b'FETCH') else (
                         int(tag[-1]) if tag[-1].isdigit() else 0)
                 elif kind == b'Z':
-                    append(error if error is not None else count
-                           if count is not None and count >= 0 else
-                           Rows(rows, nrows, size) if lazy else rows)
+                    done = count is not None and count >= 0      # DML
+                    append(error if error is not None else
+                           Rows(rows, nrows, size) if lazy and (nrows or not done) else
+                           count if done else rows)
                     rows, count, error, nrows, size = [], None, None, 0, 0
                 elif kind == b'E':
                     fields = error_fields(data[start:pos])
