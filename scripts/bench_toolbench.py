@@ -41,6 +41,11 @@ def clients(args):
              None)]
 
 
+def chosen(args):
+    only = set(args.clients.split(',')) if args.clients else None
+    return [c for c in clients(args) if only is None or c[0] in only]
+
+
 def peer(python, script, a):
     p = subprocess.Popen([python, os.path.join(PEERS, script), json.dumps(a)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=PEERS)
@@ -60,6 +65,10 @@ def main():
     ap.add_argument('--rounds', type=int, default=2)
     ap.add_argument('--seconds', type=float, default=3.0)
     ap.add_argument('--conns', type=int, default=8)
+    ap.add_argument('--clients', help='comma-separated client names to run (default: all; '
+                                      'the ratios need %s among them)' % BASE)
+    ap.add_argument('--queries', default=','.join(QUERIES),
+                    help='comma-separated queries (default: all four)')
     ap.add_argument('--out')
     args = ap.parse_args()
     say = lambda line: sys.stderr.write(line + '\n')    # noqa: E731
@@ -74,11 +83,12 @@ def main():
         a = dict(host='127.0.0.1', port=server.port, user=server.user,
                  password=server.password, database=server.database,
                  concurrency=args.conns, seconds=args.seconds, syscalls=False)
-        cs = clients(args)
+        cs = chosen(args)
+        queries = [q for q in args.queries.split(',') if q in QUERIES]
         for r in range(args.rounds):
             for name, how, what, python in cs[r % len(cs):] + cs[:r % len(cs)]:
                 say('round %d: %s' % (r + 1, name))
-                for q in QUERIES:
+                for q in queries:
                     sql, params = TOOLBENCH_QUERIES[q]
                     if how == 'peer':
                         qps = peer(python, what, dict(a, sql=numbered(sql),
@@ -96,7 +106,7 @@ def main():
     for q in QUERIES:
         got = [x['qps'] for x in runs if x['client'] == BASE and x['query'] == q and x['qps']]
         base[q] = median(got) if got else None
-    for name, _how, _what, _py in clients(args):
+    for name, _how, _what, _py in chosen(args):
         cells = []
         for q in QUERIES:
             got = [x['qps'] for x in runs if x['client'] == name and x['query'] == q]

@@ -84,7 +84,8 @@ def test_bench_processes_table_and_json(tmpdir):
     assert [r['processes'] for r in data['runs']] == [1, 2]
 
 
-BENCHES = ('tarantool', 'postgres', 'open-loop', 'processes', 'codec', 'compat', 'syscalls')
+BENCHES = ('tarantool', 'postgres', 'open-loop', 'processes', 'codec', 'compat', 'syscalls',
+           'toolbench')
 
 
 def shell(args):
@@ -227,3 +228,20 @@ def test_bench_pgbench_table_and_json(tmpdir):
     assert clients == ['pgbench', 'pipelined', 'psycopg2', 'psycopg2-loop']
     assert len(data['runs']) == 8 and all(r['tps'] > 0 for r in data['runs']), data['runs']
     assert len(data['summary']) == 6 and 'x pgbench' in out and 'plain psycopg2 loop' in out
+
+
+def test_bench_toolbench_table_and_json(tmpdir):
+    # asyncpg needs the peers' environment (scripts/peers/install.sh), which this smoke
+    # test does not build: the psycopg2 loop and gloaddriver's connectors only.
+    path = os.path.join(str(tmpdir), 'tb.json')
+    rc, out, err = run('bench_toolbench.py', [
+        '--python', sys.executable, '--peers311', 'none', '--clients',
+        'gevent+psycopg2 loop,gloaddriver psycopg2,gloaddriver pipelined', '--queries',
+        'series,bytea', '--rounds', '1', '--seconds', '0.5', '--conns', '2', '--out', path])
+    assert rc == 0, err
+    runs = json.load(open(path))['runs']
+    assert sorted((r['client'], r['query']) for r in runs) == sorted(
+        (c, q) for c in ('gevent+psycopg2 loop', 'gloaddriver psycopg2', 'gloaddriver pipelined')
+        for q in ('series', 'bytea'))
+    assert all(r['qps'] > 0 for r in runs)
+    assert 'gloaddriver pipelined' in out and 'queries/s' in out
