@@ -21,7 +21,7 @@ COLUMNS = [
     ('bytea', "'\\x00ff41'::bytea"), ('uuid', "'12345678-1234-5678-1234-567812345678'"),
     ('date', "'1999-12-31'"), ('timestamp', "'2026-11-26 10:11:12.345678'"),
     ('timestamptz', "'2026-11-26 10:11:12.345678+05:30'"),
-    ('timestamp', "'infinity'"),
+    ('timestamp', "'infinity'"), ('timestamptz', "'-infinity'"), ('date', "'infinity'"),
     ('int4[]', "'{1,NULL,3}'"), ('int4[]', "'{{1,2},{3,4}}'"), ('int8[]', "'{}'"),
     ('int2[]', "'{7}'"), ('float8[]', "'{1.5,NULL}'"),
     ('numeric', '2.50'), ('text', "'caf\u00e9'"), ('name', "'pg_type'"), ('"char"', "'c'"),

@@ -18,10 +18,10 @@ A RowDescription ('T', sent for a Describe or a simple query) leaves its column 
 in ``columns``: what ``\\gset`` needs of a script's query.
 
 A parser made ``lazy`` builds no Python value for a row: a query's result is ``Rows``
-(and so is a DML statement's when it returned rows: RETURNING),
-the DataRow bytes as they came with their count and size, decoded (``row_values``)
-only when something reads them. A run of rows is crossed one length field at a time,
-in a loop of its own.
+(and so is a DML statement's when it returned rows: RETURNING), the DataRow bytes as
+they came with their count and size, decoded (``row_values``) only when something
+reads them. A run of rows is crossed one length field at a time, in a loop of its
+own, and rows of one length many at a time, by strided slices.
 
 A FATAL or PANIC error ends the session, not a statement: the parser stops there
 and keeps it as ``fatal`` (the replies before it are returned; nothing after it
@@ -36,12 +36,14 @@ from __future__ import absolute_import, division, print_function
 import struct
 
 from gloaddriver import errors
+from gloaddriver.backends.postgres.row_values import decode_rows
 from gloaddriver.backends.postgres.sqlstate import is_outage
 
 _I = struct.Struct('!I')
 _IH = struct.Struct('!IH')
 _i = struct.Struct('!i')
 _cI = struct.Struct('!cI')
+_PROBE = 16         # rows of one length checked at once before the rest of the chunk
 
 
 def _row_run(data, pos, end, length, unpack_cI=_cI.unpack_from):
@@ -72,9 +74,6 @@ def _row_run(data, pos, end, length, unpack_cI=_cI.unpack_from):
         n += 1
         length = size
     return pos, n
-
-
-_PROBE = 16
 
 
 def _same_rows(data, pos, most, step, head):
@@ -114,7 +113,6 @@ class Rows(object):
         """The rows as a list of tuples (decoded on the first call)."""
         rows = self._rows
         if rows is None:
-            from gloaddriver.backends.postgres.row_values import decode_rows
             data = b''.join([d[a:b] for d, a, b in self._parts])
             rows = self._rows = decode_rows(data, self.decoders, self.count)
             self._parts = None
@@ -161,7 +159,7 @@ def next_message(buf, source='the server'):
     return bytes(buf[:1]), bytes(buf[5:1 + length]), buf[1 + length:]
 
 
-def column_names(data, start, end):
+def _column_names(data, start, end):
     """The names of a RowDescription's columns (each a name, then 18 bytes of types)."""
     return [name for name, _oid in describe_columns(data, start, end)]
 
@@ -264,7 +262,7 @@ class ReplyParser(object):
                         break
                     error = server_error(fields)
                 elif kind == b'T':
-                    self.columns = column_names(data, start, pos)
+                    self.columns = _column_names(data, start, pos)
                 # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
         except ProtocolError:
             raise

@@ -37,12 +37,16 @@ _bytea = buffer if PY2 else memoryview    # noqa: F821 (2.7's builtin)
 
 
 def _timestamp(epoch):
+    # infinity as psycopg2 reads it: the largest and smallest datetime, in epoch's zone
+    top = datetime.datetime.max.replace(tzinfo=epoch.tzinfo)
+    bottom = datetime.datetime.min.replace(tzinfo=epoch.tzinfo)
+
     def cast(b):
         us = _q.unpack(b)[0]
         if us == _INFINITY:
-            return datetime.datetime.max
+            return top
         if us == -_INFINITY - 1:
-            return datetime.datetime.min
+            return bottom
         return epoch + _MICRO * us
     return cast
 
