@@ -14,20 +14,9 @@ import time
 import gevent
 import psycopg2
 import psycopg2.extensions
-from gevent.socket import wait_read, wait_write
 
 import peerlib
-
-
-def wait(conn, timeout=None):
-    while True:
-        state = conn.poll()
-        if state == psycopg2.extensions.POLL_OK:
-            return
-        if state == psycopg2.extensions.POLL_READ:
-            wait_read(conn.fileno())
-        else:
-            wait_write(conn.fileno())
+from pg_gevent_psycopg2 import wait     # the kv peer's wait callback, as it is
 
 
 def main():

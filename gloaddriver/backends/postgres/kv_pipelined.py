@@ -166,16 +166,8 @@ class PipelinedBackend(base.Backend):
         return None
 
     def open(self):
-        setup = self._connect(self._connection(name='pg-setup', reconnect=False))
-        try:
-            self._version = (setup.server_version or '').split(' ')[0] or None
-            self._check_schema(setup)
-        finally:
-            setup.close()
         statements = [(name, sql.format(t=self.opts.table)) for name, sql in STATEMENTS]
-        for i in range(self.opts.pool_size):
-            self.conns.append(self._connect(self._connection(statements,
-                                                             'pg-pipelined-%d' % i)))
+        self._open_connections(self._check_schema, statements)
         self._ops = [make_ops(conn, self.values) for conn in self.conns]
         read_from = self.config.target.read_from
         if read_from != 'leader':
@@ -185,6 +177,19 @@ class PipelinedBackend(base.Backend):
                 self.read_conns.append(conn)
                 reads = make_ops(conn, self.values)
                 ops.update((op, reads[op]) for op in workload.READ_OPS)
+
+    def _open_connections(self, check, statements):
+        """The server's version and ``check(conn)`` (its tables) on a setup connection,
+        then --pool-size connections with ``statements`` prepared on each."""
+        setup = self._connect(self._connection(name='pg-setup', reconnect=False))
+        try:
+            self._version = (setup.server_version or '').split(' ')[0] or None
+            check(setup)
+        finally:
+            setup.close()
+        for i in range(self.opts.pool_size):
+            self.conns.append(self._connect(self._connection(statements,
+                                                             'pg-pipelined-%d' % i)))
 
     def _read_connection(self, statements, name, want, patience=10.0):
         """A connection for the reads, on a standby: a table --init has just made on the

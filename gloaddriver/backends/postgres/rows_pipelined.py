@@ -112,16 +112,8 @@ class RowsPipelinedBackend(PipelinedBackend):
                                  'only when read'))
 
     def open(self):
-        setup = self._connect(self._connection(name='pg-setup', reconnect=False))
-        try:
-            self._version = (setup.server_version or '').split(' ')[0] or None
-            self._check_tables(setup)
-        finally:
-            setup.close()
-        statements = [(name, numbered(sql)) for name, sql in self.statements]
-        for i in range(self.opts.pool_size):
-            self.conns.append(self._connect(self._connection(statements,
-                                                             'pg-pipelined-%d' % i)))
+        self._open_connections(self._check_tables,
+                               [(name, numbered(sql)) for name, sql in self.statements])
         self._ops = [self.make_ops(conn, self.tally, self.full) for conn in self.conns]
 
     def _check_tables(self, conn):
