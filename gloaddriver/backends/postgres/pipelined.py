@@ -48,6 +48,7 @@ from gloaddriver.py23 import clock
 from gloaddriver.backends.postgres.replies import (ProtocolError, ReplyParser, Rows,
                                                    describe_columns, error_fields,
                                                    next_message)
+from gloaddriver.backends.postgres.row_values import formats
 from gloaddriver.backends.shared_socket import SharedSocket
 
 _I = struct.Struct('!I')
@@ -177,7 +178,7 @@ class PipelinedConnection(SharedSocket):
         # lazy_rows: queries answer replies.Rows, each statement's columns read in the
         # format row_values chooses from its description (made when it is prepared).
         self._lazy = lazy_rows
-        self._columns = {}          # statement name -> (Bind's result formats, decoders)
+        self._columns = {}          # statement name -> (Bind's result formats, Columns)
         # The waiters of the requests sent and not yet answered, in send order: request
         # number ``requests - len + 1`` first. A timed-out one is left as None, so that
         # its reply still finds its place.
@@ -302,7 +303,6 @@ class PipelinedConnection(SharedSocket):
     def _described(self, described):
         """Each statement's row description, in the order they were prepared (None for a
         statement that returns no rows): the formats its results are asked in."""
-        from gloaddriver.backends.postgres.row_values import formats
         for (name, _sql), columns in zip(self._statements, described):
             self._columns[_b(name)] = formats([oid for _n, oid in columns or ()])
 
@@ -330,10 +330,10 @@ class PipelinedConnection(SharedSocket):
         """A lazy connection's ``execute``: the statement's columns asked in the formats
         its description chose; its rows come as replies.Rows that decode to the values
         psycopg2 gives."""
-        result_formats, decoders = self._columns[name]
+        result_formats, columns = self._columns[name]
         r = self._send_and_wait(_bind(name, params, result_formats) + _EXECUTE_SYNC)
         if r.__class__ is Rows:
-            r.decoders = decoders
+            r.decoders = columns
         return r
 
     def query(self, sql, params=()):
