@@ -2,13 +2,17 @@
 server: every type it reads in binary (and some it reads as text) decodes to the values
 psycopg2 gives for the same rows; ``--connector pipelined --workload toolbench`` runs
 lazy and ``--decode full``, its checksums the psycopg2 connector's; relational makes
-and reads its families."""
+and reads its families; errors and a reconnect on a lazy connection."""
 from __future__ import absolute_import, division, print_function
 
+import time
+
+import gevent
 import psycopg2
 import psycopg2.extensions
 import pytest
 
+from gloaddriver import errors
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
 from gloaddriver.backends.postgres.replies import Rows
 from gloaddriver.backends.postgres.server import PostgresServer
@@ -136,3 +140,34 @@ def test_relational_on_the_pipelined_connector_makes_and_reads_families(pg, deco
     # a create returns its 5 children's parent ids; a read up to 10 families' rows
     assert mix['rows'] >= 5 * creates + (400 - creates)
     assert res['manifest']['decode'] == decode
+
+
+def test_a_lazy_connection_describes_its_statements_again_after_a_reconnect(pg):
+    conn = PipelinedConnection('127.0.0.1', pg.port, pg.user, pg.password, pg.database,
+                               statements=[('sq', 'SELECT i, i::float8 / 2 FROM '
+                                                  'generate_series(1, $1::int) AS i'),
+                                           ('div', 'SELECT 1 / $1::int')],
+                               lazy_rows=True).connect()
+    other = PipelinedConnection('127.0.0.1', pg.port, pg.user, pg.password,
+                                pg.database).connect()
+    try:
+        assert list(conn.rows(b'sq', (3,))) == [(1, 0.5), (2, 1.0), (3, 1.5)]
+        # a server error fails its own statement only, as on a text connection
+        with pytest.raises(errors.ServerError) as e:
+            conn.rows(b'div', (0,))
+        assert e.value.code == '22012'
+        assert len(conn.rows(b'sq', (50,))) == 50
+        pid = int(conn.query('SELECT pg_backend_pid()')[0][0])
+        other.query('SELECT pg_terminate_backend($1)', (pid,))
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                got = conn.rows(b'sq', (2,))
+                break
+            except errors.OpError:
+                gevent.sleep(0.05)
+        assert conn.reconnects == 1
+        assert list(got) == [(1, 0.5), (2, 1.0)]       # binary, decoded as before
+    finally:
+        conn.close()
+        other.close()
