@@ -34,6 +34,8 @@ _INFINITY = (1 << 63) - 1
 _MICRO = datetime.timedelta(microseconds=1)
 _DAY = datetime.timedelta(days=1)
 _bytea = buffer if PY2 else memoryview    # noqa: F821 (2.7's builtin)
+# Text from UTF-8 bytes in one C call (2.7's str.decode goes through Python code).
+_text_of = unicode if PY2 else str    # noqa: F821 (2.7's builtin)
 
 
 def _timestamp(epoch):
@@ -244,7 +246,7 @@ def _uniform_rows(data, count, columns):
         values = map(itemgetter(kind[1]), flat)
         if kind[0] == 's':
             dec = kind[2]
-            values = [v.decode('utf-8') for v in values] if dec is None else map(dec, values)
+            values = [_text_of(v, 'utf-8') for v in values] if dec is None else map(dec, values)
         out.append(values)
     return list(zip(*out))
 
@@ -253,40 +255,102 @@ def decode_rows(data, columns=None, count=None):
     """The rows of ``data`` (``count`` whole DataRow messages, nothing else) as tuples,
     each column through its decoder (``columns`` None: all text), NULL as None. Rows all
     of one layout (one length, no NULL, the same lengths in each column) are read a
-    whole row at a time."""
-    decoders = None
-    if columns is not None:
-        decoders = columns.decoders
-        if count and len(data) % count == 0 and data:
-            rows = _uniform_rows(data, count, columns)
-            if rows is not None:
-                return rows
-    unpack_IH = _IH.unpack_from
-    unpack_i = _i.unpack_from
+    whole row at a time; else each row by the layout last seen at its length, checked
+    by its own length fields, or column by column."""
+    if columns is None:
+        return [_one_row(data, pos, None) for pos in _row_starts(data)]
+    if count and len(data) % count == 0 and data:
+        rows = _uniform_rows(data, count, columns)
+        if rows is not None:
+            return rows
+    return _rows_by_length(data, columns)
+
+
+def _row_starts(data):
+    unpack_I = _I.unpack_from
+    pos, end = 0, len(data)
+    while pos < end:
+        yield pos
+        pos += 1 + unpack_I(data, pos + 1)[0]
+
+
+def _row_layout(data, pos, columns):
+    """(the struct of the row at ``pos``: each column's length then its value; those
+    lengths; [(column, decoder)] of the columns read as bytes), or None: a NULL or a
+    column count the statement does not have."""
+    length, ncols = _IH.unpack_from(data, pos + 1)
+    if ncols != len(columns.oids):
+        return None
+    fmt, sizes, post = ['!7x'], [], []
+    at = pos + 7
+    for c, (oid, dec) in enumerate(zip(columns.oids, columns.decoders)):
+        size = _i.unpack_from(data, at)[0]
+        if size < 0:
+            return None
+        if oid in FIXED:
+            fmt.append('i' + FIXED[oid])
+        else:
+            fmt.append('i%ds' % size)
+            post.append((c, dec))
+        sizes.append(size)
+        at += 4 + size
+    if at != pos + 1 + length:
+        return None
+    return _struct(''.join(fmt)), tuple(sizes), tuple(post)
+
+
+def _rows_by_length(data, columns):
+    """Each row read by one struct call when its length fields say it is laid out as
+    the last row of its length was (rows of a few layouts: names of a few lengths); the
+    others column by column."""
+    unpack_I = _I.unpack_from
+    decoders = columns.decoders
+    layouts = {}
     rows = []
     append = rows.append
     pos, end = 0, len(data)
-    decs = decoders
     while pos < end:
-        length, ncols = unpack_IH(data, pos + 1)
-        at = pos + 7
+        length = unpack_I(data, pos + 1)[0]
+        layout = layouts.get(length)
+        if layout is False:     # rows of this length have NULLs (the first of them had)
+            append(_one_row(data, pos, decoders))
+            pos += 1 + length
+            continue
+        if layout is not None:
+            values = layout[0].unpack_from(data, pos)
+            if values[0::2] == layout[1]:
+                row = values[1::2]
+                if layout[2]:
+                    row = list(row)
+                    for c, dec in layout[2]:
+                        row[c] = _text_of(row[c], 'utf-8') if dec is None else dec(row[c])
+                    row = tuple(row)
+                append(row)
+                pos += 1 + length
+                continue
+        layouts[length] = _row_layout(data, pos, columns) or False
+        append(_one_row(data, pos, decoders))
         pos += 1 + length
-        if decs is None or len(decs) != ncols:
-            decs = (None,) * ncols
-        row = []
-        add = row.append
-        for dec in decs:
-            size = unpack_i(data, at)[0]
-            at += 4
-            if size < 0:
-                add(None)
-            elif dec is None:
-                add(data[at:at + size].decode('utf-8'))
-                at += size
-            else:
-                add(dec(data[at:at + size]))
-                at += size
-        if at != pos:
-            raise ValueError('a data row is %d bytes longer than its message' % (at - pos))
-        append(tuple(row))
     return rows
+
+
+def _one_row(data, pos, decoders):
+    """The row at ``pos``, column by column (``decoders`` None: all text)."""
+    unpack_i = _i.unpack_from
+    length, ncols = _IH.unpack_from(data, pos + 1)
+    at = pos + 7
+    row = []
+    add = row.append
+    for c in range(ncols):
+        size = unpack_i(data, at)[0]
+        at += 4
+        if size < 0:
+            add(None)
+            continue
+        dec = decoders[c] if decoders is not None else None
+        add(_text_of(data[at:at + size], 'utf-8') if dec is None else dec(data[at:at + size]))
+        at += size
+    if at != pos + 1 + length:
+        raise ValueError('a data row is %d bytes longer than its message'
+                         % (at - pos - 1 - length))
+    return tuple(row)
