@@ -172,8 +172,8 @@ def _struct(fmt):
 def _layout(data, columns):
     """How every row of ``data`` reads if it is laid out as its first one: (the struct of
     a whole DataRow, what each column is in the struct's values, the byte ranges that
-    must be the same in every row), or None (a NULL, a text column, a length that does
-    not add up: the rows are read one by one).
+    must be the same in every row), or None (a NULL, another column count, a length
+    that does not add up: the rows are read one by one).
 
     A column is ('v', i) a value of FIXED, ('a', i, n) a one-dimensional array of n
     numbers without NULL (its header and so its length and element type checked in
