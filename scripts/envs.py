@@ -7,7 +7,7 @@ environment to hand ``gloaddriver compat --python``.
 One layout: .venv/pyXY (.venv/py27, .venv/py311, .venv/py313), each with this
 checkout installed once as ``pip install -e ROOT[profile,test]``. A stamp file
 in it holds the POSIX cksum of setup.cfg + setup.py (what the first, shell version
-of this helper wrote, so environments made then stay current); when they change,
+of this helper wrote), then the C sources the install compiles; when they change,
 the environment is made again. 2.7 has no venv module: virtualenv < 20.16 makes
 its environment. Interpreters are found as ``gloaddriver compat`` finds them
 (gloaddriver/compat/interpreters.py). Standard library only; runs on 2.7 and 3.x
@@ -66,9 +66,13 @@ def cksum(data):
 
 def stamp():
     """What the stamp file holds when the install is current:
-    ``cat setup.cfg setup.py | cksum | cut -d' ' -f1``."""
+    ``cat setup.cfg setup.py C-SOURCES | cksum | cut -d' ' -f1``, the C sources those
+    of the package (its compiled extension is built at install)."""
     data = b''
-    for name in ('setup.cfg', 'setup.py'):
+    sources = []
+    for top, _dirs, files in os.walk(os.path.join(ROOT, 'gloaddriver')):
+        sources.extend(os.path.join(top, f) for f in files if f.endswith('.c'))
+    for name in ['setup.cfg', 'setup.py'] + sorted(sources):
         with open(os.path.join(ROOT, name), 'rb') as f:
             data += f.read()
     return str(cksum(data))

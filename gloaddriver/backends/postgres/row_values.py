@@ -12,10 +12,16 @@ timestamp and timestamptz (aware, in UTC: equal to psycopg2's value in the sessi
 zone), and arrays of those numbers. Text elsewhere, cast by psycopg2's own typecaster
 for the type where it has one that needs no cursor, else the text itself; float4 stays
 text, as its binary value is not the float psycopg2 reads from the text.
+
+``decode_rows`` is the compiled reader (``_rowdecode.c``) where setup.py could build it,
+else (or with GLOADDRIVER_PURE_PYTHON set) this module's own: the same values either way.
+The Python reader reads rows of one layout a whole row per struct call; the compiled one
+reads every row in one C loop, with no Python call but a column decoder's.
 """
 from __future__ import absolute_import, division, print_function
 
 import datetime
+import os
 import struct
 import uuid
 from operator import itemgetter
@@ -86,6 +92,9 @@ FIXED = {16: '?', 20: 'q', 21: 'h', 23: 'i', 26: 'I', 701: 'd'}
 ARRAYS = {1005: (21, 'h'), 1007: (23, 'i'), 1016: (20, 'q'), 1028: (26, 'I'), 1022: (701, 'd')}
 # psycopg2's casters that read the cursor (its time zone): left as text here.
 _NEEDS_CURSOR = (1184, 1185, 1266, 1270, 1001)
+# The compiled reader's kind of each column read binary (x: through its decoder).
+_KINDS = {16: b'B', 17: b'y', 20: b'q', 21: b'h', 23: b'i', 26: b'I', 701: b'd',
+          1005: b'H', 1007: b'J', 1016: b'Q', 1028: b'O', 1022: b'D'}
 _STRUCTS = {}
 
 
@@ -142,13 +151,14 @@ def _text(oid):
 
 
 class Columns(object):
-    """How a statement's rows decode: their types and a decoder per column (None: UTF-8
-    text)."""
-    __slots__ = ('oids', 'decoders')
+    """How a statement's rows decode: their types, a decoder per column (None: UTF-8
+    text) and ``kinds``, the same for the compiled reader (a byte a column)."""
+    __slots__ = ('oids', 'decoders', 'kinds')
 
-    def __init__(self, oids, decoders):
+    def __init__(self, oids, decoders, kinds):
         self.oids = oids
         self.decoders = decoders
+        self.kinds = kinds
 
 
 def formats(oids):
@@ -157,7 +167,10 @@ def formats(oids):
     oids = tuple(oids)
     codes = [1 if oid in BINARY else 0 for oid in oids]
     decoders = tuple(BINARY[oid] if code else _text(oid) for oid, code in zip(oids, codes))
-    return struct.pack('!H%dH' % len(codes), len(codes), *codes), Columns(oids, decoders)
+    kinds = b''.join(_KINDS.get(oid, b'x') if code else b'T' if dec is None else b'x'
+                     for oid, code, dec in zip(oids, codes, decoders))
+    return (struct.pack('!H%dH' % len(codes), len(codes), *codes),
+            Columns(oids, decoders, kinds))
 
 
 def _struct(fmt):
@@ -251,7 +264,7 @@ def _uniform_rows(data, count, columns):
     return list(zip(*out))
 
 
-def decode_rows(data, columns=None, count=None):
+def decode_rows_python(data, columns=None, count=None):
     """The rows of ``data`` (``count`` whole DataRow messages, nothing else) as tuples,
     each column through its decoder (``columns`` None: all text), NULL as None. Rows all
     of one layout (one length, no NULL, the same lengths in each column) are read a
@@ -354,3 +367,26 @@ def _one_row(data, pos, decoders):
         raise ValueError('a data row is %d bytes longer than its message'
                          % (at - pos - 1 - length))
     return tuple(row)
+
+
+def _compiled_reader():
+    """The compiled reader's decode_rows, or None (not built here, or not wanted)."""
+    if os.environ.get('GLOADDRIVER_PURE_PYTHON'):
+        return None
+    try:
+        from gloaddriver.backends.postgres import _rowdecode
+    except ImportError:
+        return None
+    decode = _rowdecode.decode
+
+    def decode_rows_compiled(data, columns=None, count=None):
+        """decode_rows_python's rows, read in C (``count`` is not needed there)."""
+        if columns is None:
+            return decode(data, None, None)
+        return decode(data, columns.kinds, columns.decoders)
+    return decode_rows_compiled
+
+
+decode_rows_compiled = _compiled_reader()
+# What the connections call: the compiled reader where there is one.
+decode_rows = decode_rows_compiled or decode_rows_python
