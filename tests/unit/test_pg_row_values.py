@@ -12,7 +12,7 @@ import pytest
 
 import os
 
-from gloaddriver.backends.postgres import replies, row_values
+from gloaddriver.backends.postgres import row_values
 from gloaddriver.backends.postgres.replies import ProtocolError, ReplyParser, Rows
 from gloaddriver.py23 import PY2
 from tests.unit.test_pg_replies import BOUND, READY, done, msg, row
@@ -33,7 +33,6 @@ def reader(request, monkeypatch):
                     if not os.environ.get('GLOADDRIVER_PURE_PYTHON') else
                     'GLOADDRIVER_PURE_PYTHON is set: no compiled reader to test')
     monkeypatch.setattr(row_values, 'decode_rows', decode)
-    monkeypatch.setattr(replies, 'decode_rows', decode)
     return request.param
 
 
@@ -149,8 +148,8 @@ BINARY_CASES = [
 def test_each_binary_type_reads_as_psycopg2_gives_it(oid, data, value):
     fmt, columns = row_values.formats([oid])
     assert fmt == struct.pack('!HH', 1, 1)     # asked binary
-    assert row_values.decode_rows(row(None), columns, 1) == [(None,)]
-    [(v,)] = row_values.decode_rows(row(data), columns, 1)
+    assert row_values.decode_rows(row(None), columns) == [(None,)]
+    [(v,)] = row_values.decode_rows(row(data), columns)
     assert v == value
     # (on 2.7 an int8 may be an int or a long, as psycopg2's; equal values either way)
     assert type(v) is type(value) or isinstance(v, (int, type(2 ** 64)))
@@ -158,7 +157,7 @@ def test_each_binary_type_reads_as_psycopg2_gives_it(oid, data, value):
 
 def test_bytea_is_psycopg2s_buffer_type():
     _, columns = row_values.formats([17])
-    [(v,)] = row_values.decode_rows(row(b'\x00\xffab'), columns, 1)
+    [(v,)] = row_values.decode_rows(row(b'\x00\xffab'), columns)
     assert type(v).__name__ == ('buffer' if PY2 else 'memoryview')
     assert bytes(v) == b'\x00\xffab'
 
@@ -174,7 +173,7 @@ def test_bytea_is_psycopg2s_buffer_type():
 def test_text_columns_go_through_psycopg2s_casters(oid, text, value):
     fmt, columns = row_values.formats([oid])
     assert fmt == struct.pack('!HH', 1, 0)     # asked as text
-    [(v,)] = row_values.decode_rows(row(text), columns, 1)
+    [(v,)] = row_values.decode_rows(row(text), columns)
     assert v == value
 
 
@@ -185,11 +184,11 @@ def test_rows_of_fixed_columns_read_whole_or_one_by_one_alike():
     codes = '!iq?dhI'
     data = b''.join(row(*[struct.pack('!' + c, v) for c, v in zip(codes[1:], vs)])
                     for vs in values)
-    assert row_values.decode_rows(data, columns, 50) == values          # one struct a row
-    assert row_values.decode_rows(data, columns, None) == values        # column by column
+    assert row_values.decode_rows(data, columns) == values
+    assert row_values.decode_rows_python(data, columns, whole=False) == values   # one by one
     # A NULL shortens its row: the whole-row struct is not used and the NULL reads None.
     with_null = data + row(None, *[struct.pack('!' + c, 1) for c in codes[2:]])
-    got = row_values.decode_rows(with_null, columns, 51)
+    got = row_values.decode_rows(with_null, columns)
     assert got[:50] == values and got[50] == (None, 1, True, 1.0, 1, 1)
 
 
@@ -254,11 +253,12 @@ def test_random_runs_of_rows_and_same_length_notices_count_as_the_eager_parser()
 
 
 def whole_or_one_by_one(oids, messages):
-    """decode_rows told the count (rows of one layout read whole) and not (one by one)."""
+    """The reader's rows, equal to the Python reader's read one by one (not a whole row
+    per struct call)."""
     _, columns = row_values.formats(oids)
     data = b''.join(messages)
-    whole = row_values.decode_rows(data, columns, len(messages))
-    assert whole == row_values.decode_rows(data, columns, None)
+    whole = row_values.decode_rows(data, columns)
+    assert whole == row_values.decode_rows_python(data, columns, whole=False)
     return whole
 
 
@@ -313,7 +313,7 @@ def test_rows_of_many_layouts_decode_to_their_values():
                                 d.encode('utf-8'),
                                 array(23, [len(e)], e) if e else struct.pack('!iii', 0, 0, 23)))
         data = b''.join(messages)
-        assert row_values.decode_rows(data, columns, len(messages)) == want, trial
+        assert row_values.decode_rows(data, columns) == want, trial
 
 
 def test_both_readers_give_the_same_rows_for_random_rows_of_every_kind():
@@ -349,8 +349,8 @@ def test_both_readers_give_the_same_rows_for_random_rows_of_every_kind():
         messages.append(row(*[None if rnd.random() < 0.1 else enc[o](gens[o]())
                               for o in oids]))
     data = b''.join(messages)
-    py = row_values.decode_rows_python(data, columns, len(messages))
-    c = row_values.decode_rows_compiled(data, columns, len(messages))
+    py = row_values.decode_rows_python(data, columns)
+    c = row_values.decode_rows_compiled(data, columns)
     assert len(py) == 300
     for a, b in zip(py, c):
         assert [bytes(v) if oid == 17 and v is not None else v for oid, v in zip(oids, a)] == \
@@ -370,3 +370,14 @@ def test_the_compiled_reader_refuses_bytes_that_are_not_the_rows(bad):
     _, columns = row_values.formats([INT4])
     with pytest.raises(ValueError):
         row_values.decode_rows_compiled(bad, columns)
+
+
+def test_rows_read_in_place_from_runs_of_a_larger_buffer():
+    """Rows.decoded reads each run where the parser kept it: (bytes, start, end)."""
+    _, columns = row_values.formats([INT4, TEXT])
+    runs = [row(i4(i), b'r%d' % i) for i in range(6)]
+    data = b'junk' + b''.join(runs[:4]) + b'more junk' + b''.join(runs[4:])
+    a = 4 + sum(map(len, runs[:4]))
+    parts = [(data, 4, a), (data, a + 9, len(data))]
+    assert row_values.decode_parts(parts, columns) == [(i, u'r%d' % i) for i in range(6)]
+    assert row_values.decode_parts(parts[:1], columns) == [(i, u'r%d' % i) for i in range(4)]

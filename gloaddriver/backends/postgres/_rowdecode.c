@@ -5,8 +5,9 @@
  * when GLOADDRIVER_PURE_PYTHON is set). Both give the same values for the same bytes;
  * tests/unit/test_pg_row_values.py runs every case through both.
  *
- * decode(data, kinds, decoders) -> [tuple, ...]
- *   data      a buffer of whole DataRow messages, nothing else
+ * decode(data, kinds, decoders[, start, end]) -> [tuple, ...]
+ *   data      a buffer whose bytes start to end (default: all) are whole DataRow
+ *             messages, nothing else: read in place, no copy
  *   kinds     one byte per column (row_values.Columns.kinds), or None: every column
  *             UTF-8 text. Binary: B bool, h int2, i int4, q int8, I oid, d float8,
  *             y bytea (memoryview; buffer on 2.7); H J Q O D one-dimensional arrays
@@ -202,9 +203,9 @@ static PyObject *decode(PyObject *self, PyObject *args)
     Py_buffer view;
     const unsigned char *buf;
     const char *kinds = NULL;
-    Py_ssize_t nkinds = 0, pos = 0, end;
+    Py_ssize_t nkinds = 0, pos = 0, end = -1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO:decode", &data, &kinds_obj, &decoders))
+    if (!PyArg_ParseTuple(args, "OOO|nn:decode", &data, &kinds_obj, &decoders, &pos, &end))
         return NULL;
     if (kinds_obj != Py_None) {
         if (!KINDS_CHECK(kinds_obj)) {
@@ -217,7 +218,12 @@ static PyObject *decode(PyObject *self, PyObject *args)
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     buf = (const unsigned char *)view.buf;
-    end = view.len;
+    if (end < 0)
+        end = view.len;
+    if (pos < 0 || pos > end || end > view.len) {
+        PyErr_SetString(PyExc_ValueError, "start and end are not within the data");
+        goto fail;
+    }
     rows = PyList_New(0);
     if (rows == NULL)
         goto fail;
@@ -287,7 +293,8 @@ fail:
 
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
-     "decode(data, kinds, decoders) -> the DataRow messages of data as a list of tuples"},
+     "decode(data, kinds, decoders[, start, end]) -> the DataRow messages of "
+     "data[start:end] as a list of tuples"},
     {NULL, NULL, 0, NULL}
 };
 

@@ -36,7 +36,7 @@ from __future__ import absolute_import, division, print_function
 import struct
 
 from gloaddriver import errors
-from gloaddriver.backends.postgres.row_values import decode_rows
+from gloaddriver.backends.postgres.row_values import decode_parts
 from gloaddriver.backends.postgres.sqlstate import is_outage
 
 _I = struct.Struct('!I')
@@ -93,7 +93,7 @@ def _same_rows(data, pos, most, step, head):
 class Rows(object):
     """A query's rows, undecoded until read: ``len()`` and truth are the row count
     (no decoding), ``size`` the bytes of its DataRow messages; iterating or indexing
-    decodes every row once, into tuples (``row_values.decode_rows`` with ``decoders``,
+    decodes every row once, into tuples (``row_values.decode_parts`` with ``decoders``,
     the row_values.Columns the connection sets from the statement's description: None
     reads text)."""
 
@@ -113,8 +113,7 @@ class Rows(object):
         """The rows as a list of tuples (decoded on the first call)."""
         rows = self._rows
         if rows is None:
-            data = b''.join([d[a:b] for d, a, b in self._parts])
-            rows = self._rows = decode_rows(data, self.decoders, self.count)
+            rows = self._rows = decode_parts(self._parts, self.decoders)
             self._parts = None
         return rows
 
