@@ -13,6 +13,7 @@ import psycopg2.extensions
 import pytest
 
 from gloaddriver import errors
+from gloaddriver.backends.postgres import row_values
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
 from gloaddriver.backends.postgres.replies import Rows
 from gloaddriver.backends.postgres.server import PostgresServer
@@ -63,7 +64,10 @@ def psycopg2_rows(pg, sql):
         conn.close()
 
 
-def test_every_column_decodes_to_psycopg2s_value(pg):
+@pytest.mark.parametrize('reader', ['compiled', 'python'])
+def test_every_column_decodes_to_psycopg2s_value(pg, reader, monkeypatch):
+    monkeypatch.setattr(row_values, 'decode_rows', getattr(row_values, 'decode_rows_' + reader))
+    assert row_values.decode_rows is not None, 'the compiled reader is not built here'
     want = psycopg2_rows(pg, SELECT)
     conn = PipelinedConnection('127.0.0.1', pg.port, pg.user, pg.password, pg.database,
                                statements=[('types', SELECT)], lazy_rows=True).connect()
@@ -86,17 +90,22 @@ def test_toolbench_on_the_pipelined_connector_counts_rows_and_matches_psycopg2(p
     dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s password=%s sslmode=disable' % (
         pg.port, pg.database, pg.user, pg.password)
     runs = {}
-    for extra in (['--connector', 'psycopg2'], ['--connector', 'pipelined'],
-                  ['--connector', 'pipelined', '--decode', 'full']):
+    for extra, env in ((['--connector', 'psycopg2'], None), (['--connector', 'pipelined'], None),
+                       (['--connector', 'pipelined', '--decode', 'full'], None),
+                       (['--connector', 'pipelined', '--decode', 'full', 'python'],
+                        {'GLOADDRIVER_PURE_PYTHON': '1'})):
         rc, out, err, res = run_cli(['--backend', 'postgres', '--dsn', dsn, '--init',
                                      '--workload', 'toolbench', '--ops', '40', '--greenlets', '4',
-                                     '--checksum'] + extra)
+                                     '--checksum'] + extra[:4], env=env)
         assert rc == 0, err
         assert_accounted(res)
         runs[' '.join(extra[1:])] = res
     sums = dict((k, [p['checksum'] for p in r['phases']]) for k, r in runs.items())
-    assert sums['psycopg2'] == sums['pipelined'] == sums['pipelined --decode full'], sums
+    assert sums['psycopg2'] == sums['pipelined'] == sums['pipelined --decode full'] == \
+        sums['pipelined --decode full python'], sums
     assert runs['psycopg2']['manifest']['decode'] == 'full'
+    assert runs['pipelined --decode full']['manifest']['row_reader'] == 'compiled'
+    assert runs['pipelined --decode full python']['manifest']['row_reader'] == 'python'
     for key, decode in (('pipelined', 'lazy'), ('pipelined --decode full', 'full')):
         res = runs[key]
         assert res['manifest']['decode'] == decode

@@ -272,9 +272,10 @@ class Postgres(base.Kind):
             prepared = opts.script_run.protocol == 'prepared'
             extra['protocol'] = opts.script_run.protocol
         if opts.connector == 'pipelined':
+            from gloaddriver.backends.postgres.row_values import READER
             return dict(base.Kind.manifest(self, config), connector=opts.connector,
                         connections=opts.pool_size, workload=opts.workload,
-                        pool_size=opts.pool_size, decode=opts.decode,
+                        pool_size=opts.pool_size, decode=opts.decode, row_reader=READER,
                         prepared=prepared if opts.script_run is not None else True, **extra)
         return dict(base.Kind.manifest(self, config), connector=opts.connector,
                     connections=config.load.greenlets, workload=opts.workload,

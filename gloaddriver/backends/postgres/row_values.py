@@ -379,10 +379,9 @@ def _compiled_reader():
     if os.environ.get('GLOADDRIVER_PURE_PYTHON'):
         return None
     try:
-        from gloaddriver.backends.postgres import _rowdecode
+        from gloaddriver.backends.postgres._rowdecode import decode
     except ImportError:
         return None
-    decode = _rowdecode.decode
 
     def decode_rows_compiled(data, columns=None, start=0, end=None):
         """decode_rows_python's rows, read in C, without a copy of ``data``."""
@@ -397,6 +396,7 @@ def _compiled_reader():
 decode_rows_compiled = _compiled_reader()
 # The reader the connections use: the compiled one where there is one.
 decode_rows = decode_rows_compiled or decode_rows_python
+READER = 'compiled' if decode_rows_compiled else 'python'     # for the manifest
 
 
 def decode_parts(parts, columns=None):
