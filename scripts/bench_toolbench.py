@@ -4,7 +4,8 @@ psycopg2 loop and gloaddriver on both PostgreSQL connectors, rounds interleaved.
 Run by ``scripts/bench toolbench`` (which installs the peers into .venv/peers-*). One
 private server; each client runs each query for --seconds on --conns connections
 (gloaddriver: --greenlets of that many, the pipelined connector with as many
-connections), the clients' order rotated each round. Prints queries/s per client and
+connections; its pipelined --decode full once more with the pure-Python row reader,
+GLOADDRIVER_PURE_PYTHON set), the clients' order rotated each round. Prints queries/s per client and
 round, each one's median and its ratio to asyncpg's, and writes the runs as JSON
 (--out, default bench-results/toolbench-DATE-TIME.json).
 
@@ -28,6 +29,7 @@ from gloaddriver.backends.postgres.rows_pipelined import numbered  # noqa: E402
 PEERS = os.path.join(ROOT, 'scripts', 'peers')
 QUERIES = ('pg_type', 'series', 'bytea', 'arrays')
 BASE = 'asyncpg+uvloop'
+PURE = 'gloaddriver pipelined --decode full, pure Python'
 
 
 def clients(args):
@@ -37,6 +39,9 @@ def clients(args):
             ('gloaddriver pipelined', 'driver',
              ['--connector', 'pipelined', '--pool-size', str(args.conns)], None),
             ('gloaddriver pipelined --decode full', 'driver',
+             ['--connector', 'pipelined', '--pool-size', str(args.conns), '--decode', 'full'],
+             None),
+            (PURE, 'driver',
              ['--connector', 'pipelined', '--pool-size', str(args.conns), '--decode', 'full'],
              None)]
 
@@ -96,12 +101,13 @@ def main():
                     else:
                         res = driver(args.python, common + what + [
                             '--phases', q, '--duration', str(args.seconds),
-                            '--greenlets', str(args.conns), '--no-syscalls'], server.password)
+                            '--greenlets', str(args.conns), '--no-syscalls'], server.password,
+                            env={'GLOADDRIVER_PURE_PYTHON': '1'} if name == PURE else None)
                         qps = res and res['phases'][0]['ops_per_sec']
                     runs.append(dict(round=r + 1, client=name, query=q, qps=qps))
     print('toolbench, %d connections, %.0f s per query, %d rounds (queries/s; x: median '
           'against %s)' % (args.conns, args.seconds, args.rounds, BASE))
-    print('%-36s %s' % ('client', ''.join('%22s' % q for q in QUERIES)))
+    print('%-50s %s' % ('client', ''.join('%22s' % q for q in QUERIES)))
     base = {}
     for q in QUERIES:
         got = [x['qps'] for x in runs if x['client'] == BASE and x['query'] == q and x['qps']]
@@ -115,7 +121,7 @@ def main():
             cells.append('%22s' % ('%s %s' % ('/'.join('%d' % v for v in ok) or '-',
                                               '(%.2fx)' % (m / base[q]) if m and base[q]
                                               else '')))
-        print('%-36s %s' % (name, ''.join(cells)))
+        print('%-50s %s' % (name, ''.join(cells)))
     write_json(out_path(args.out, 'toolbench'), {'runs': runs, 'conns': args.conns,
                                                  'seconds': args.seconds})
     return 0 if all(x['qps'] for x in runs) else 1

@@ -18,18 +18,20 @@ def median(values):
     return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
 
 
-def driver(python, args, password, while_running=None, stderr_lines=False, root=ROOT):
+def driver(python, args, password, while_running=None, stderr_lines=False, root=ROOT,
+           env=None):
     """``python -m gloaddriver ARGS`` in a process of its own; its JSON result, or None
     (with ``stderr_lines``: and the non-empty lines it wrote on stderr).
 
     ``while_running`` is called once the process has started (to pause a server mid-run,
     say). ``root``: the checkout whose gloaddriver runs (this one by default).
-    ``password`` None: none is set (a --spawn run makes its own). A failed run is
-    reported on stderr with its exit code and last words.
+    ``password`` None: none is set (a --spawn run makes its own). ``env``: variables
+    added to the process's environment. A failed run is reported on stderr with its exit
+    code and last words.
     """
     fd, path = tempfile.mkstemp(suffix='.json')
     os.close(fd)
-    env = dict(os.environ, PYTHONPATH=root)
+    env = dict(os.environ, PYTHONPATH=root, **(env or {}))
     if password is not None:
         env['GLOADDRIVER_PASSWORD'] = password
     p = subprocess.Popen([python, '-m', 'gloaddriver', '--progress', '0', '--json', path] + args,

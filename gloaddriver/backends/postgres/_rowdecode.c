@@ -10,10 +10,11 @@
  *             messages, nothing else: read in place, no copy
  *   kinds     one byte per column (row_values.Columns.kinds), or None: every column
  *             UTF-8 text. Binary: B bool, h int2, i int4, q int8, I oid, d float8,
- *             y bytea (memoryview; buffer on 2.7); H J Q O D one-dimensional arrays
- *             of int2, int4, int8, oid, float8 without NULL (others through the
- *             column's decoder). T UTF-8 text. x the column's decoder, called with
- *             the value's bytes.
+ *             y bytea (a memoryview, a buffer on 2.7: a view of data's own bytes,
+ *             no copy, which keeps data alive while the value lives); H J Q O D
+ *             one-dimensional arrays of int2, int4, int8, oid, float8 without NULL
+ *             (others through the column's decoder). T UTF-8 text. x the
+ *             column's decoder, called with the value's bytes.
  *   decoders  a sequence of callables, one per column (used by x and arrays' other
  *             shapes), or None.
  * NULL is None. A message that is not a DataRow, a column count other than the
@@ -28,12 +29,10 @@
 #if PY_MAJOR_VERSION >= 3
 #define INT_FROM_LONG(v) PyLong_FromLongLong(v)
 #define UINT_FROM(v) PyLong_FromUnsignedLong(v)
-#define BYTEA_FROM(b) PyMemoryView_FromObject(b)
 #define KINDS_CHECK(o) PyBytes_Check(o)
 #else
 #define INT_FROM_LONG(v) PyInt_FromLong((long)(v))
 #define UINT_FROM(v) PyInt_FromLong((long)(v))
-#define BYTEA_FROM(b) PyBuffer_FromObject((b), 0, Py_END_OF_BUFFER)
 #define KINDS_CHECK(o) PyString_Check(o)
 #endif
 
@@ -157,10 +156,27 @@ static PyObject *flat_array(char kind, const unsigned char *p, Py_ssize_t size, 
     return list;
 }
 
+/* A bytea value: a view of ``size`` bytes of data at ``at``, without a copy. On 3.x,
+ * a slice of one memoryview of data (*whole, made on the first bytea of a call). */
+static PyObject *bytea(PyObject *data, PyObject **whole, Py_ssize_t at, Py_ssize_t size)
+{
+#if PY_MAJOR_VERSION >= 3
+    if (*whole == NULL) {
+        *whole = PyMemoryView_FromObject(data);
+        if (*whole == NULL)
+            return NULL;
+    }
+    return PySequence_GetSlice(*whole, at, at + size);
+#else
+    (void)whole;
+    return PyBuffer_FromObject(data, at, size);
+#endif
+}
+
 static PyObject *value(char kind, PyObject *decoders, Py_ssize_t c,
                        const unsigned char *p, Py_ssize_t size)
 {
-    PyObject *raw, *v;
+    PyObject *v;
     int other;
     switch (kind) {
     case 'T':
@@ -175,13 +191,6 @@ static PyObject *value(char kind, PyObject *decoders, Py_ssize_t c,
         if (size != width(kind))
             break;
         return number(kind, p);
-    case 'y':
-        raw = PyBytes_FromStringAndSize((const char *)p, size);
-        if (raw == NULL)
-            return NULL;
-        v = BYTEA_FROM(raw);
-        Py_DECREF(raw);
-        return v;
     case 'H': case 'J': case 'Q': case 'O': case 'D':
         v = flat_array(kind, p, size, &other);
         if (v != NULL || !other)
@@ -199,7 +208,7 @@ static PyObject *value(char kind, PyObject *decoders, Py_ssize_t c,
 
 static PyObject *decode(PyObject *self, PyObject *args)
 {
-    PyObject *data, *kinds_obj, *decoders, *rows = NULL, *row = NULL;
+    PyObject *data, *kinds_obj, *decoders, *rows = NULL, *row = NULL, *whole = NULL;
     Py_buffer view;
     const unsigned char *buf;
     const char *kinds = NULL;
@@ -263,8 +272,12 @@ static PyObject *decode(PyObject *self, PyObject *args)
             }
             if (stop - at < size)
                 goto too_long;
-            v = kinds == NULL ? PyUnicode_DecodeUTF8((const char *)buf + at, size, NULL)
-                              : value(kinds[c], decoders, c, buf + at, size);
+            if (kinds == NULL)
+                v = PyUnicode_DecodeUTF8((const char *)buf + at, size, NULL);
+            else if (kinds[c] == 'y')
+                v = bytea(data, &whole, at, size);
+            else
+                v = value(kinds[c], decoders, c, buf + at, size);
             if (v == NULL)
                 goto fail;
             PyTuple_SET_ITEM(row, c, v);
@@ -280,11 +293,13 @@ static PyObject *decode(PyObject *self, PyObject *args)
         Py_CLEAR(row);
         pos = stop;
     }
+    Py_XDECREF(whole);
     PyBuffer_Release(&view);
     return rows;
 too_long:
     PyErr_SetString(PyExc_ValueError, "a data row is longer than its message");
 fail:
+    Py_XDECREF(whole);
     Py_XDECREF(row);
     Py_XDECREF(rows);
     PyBuffer_Release(&view);

@@ -220,14 +220,14 @@ class ReplyParser(object):
                 kind = data[pos:pos + 1]
                 start = pos + 5
                 pos += 1 + length
-                if kind == b'D' and lazy:
-                    # The run of rows here: their bytes kept whole, no value built.
-                    first = start - 5
-                    pos, n = _row_run(data, pos, end, length)
-                    nrows += n
-                    rows.append((data, first, pos))    # no copy until read
-                    size += pos - first
-                elif kind == b'D':
+                if kind == b'D':
+                    if lazy:    # the run of rows here: bytes kept whole, no value built
+                        first = start - 5
+                        pos, n = _row_run(data, pos, end, length)
+                        nrows += n
+                        rows.append((data, first, pos))    # no copy until read
+                        size += pos - first
+                        continue
                     ncols = unpack_IH(data, start - 4)[1]
                     at = start + 2
                     row = []

@@ -21,7 +21,7 @@ from gloaddriver.backends.postgres.kv_pipelined import PipelinedBackend
 from gloaddriver.backends.postgres.workloads import (CREATE_FAMILY, READ_FAMILIES,
                                                      SCHEMA_RELATIONAL, SCHEMA_TOOLBENCH,
                                                      TOOLBENCH_QUERIES, TOOLBENCH_TABLES,
-                                                     missing_tables)
+                                                     family_names, missing_tables, top_parent)
 
 _PLACEHOLDER = re.compile(r'%s')
 RELATIONAL_TABLES = ('rel_parent', 'rel_child')
@@ -70,12 +70,8 @@ def relational_ops(conn, tally, full):
     read = _reader(conn.rows, tally, full)
 
     def op_create(key):
-        names = [u'parent-%d-%d' % (key, i) for i in range(3)] + \
-                [u'child-%d-%d' % (key, i) for i in range(5)]
-        rows = read(b'rel_create', names)
-        top = max(r[0] for r in rows)       # reads them: the parent ids it made
-        if top > tally.max_parent:
-            tally.max_parent = top
+        rows = read(b'rel_create', family_names(key))
+        tally.max_parent = top_parent(rows, tally.max_parent)   # reads them: the ids made
         return rows
 
     def op_read(key):

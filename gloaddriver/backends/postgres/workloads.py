@@ -48,6 +48,19 @@ SELECT p.id, p.name, c.id, c.name
 FROM (SELECT id, name FROM rel_parent WHERE id >= %s ORDER BY id LIMIT 10) AS p
 LEFT JOIN LATERAL (SELECT id, name FROM rel_child WHERE parent_id = p.id OFFSET 0) AS c ON true"""
 
+
+def family_names(key):
+    """CREATE_FAMILY's parameters for ``key``: its three parents' and five children's
+    names (both connectors make the same families)."""
+    return [u'parent-%d-%d' % (key, i) for i in range(3)] + \
+        [u'child-%d-%d' % (key, i) for i in range(5)]
+
+
+def top_parent(rows, top):
+    """The largest parent id so far, ``top`` or one of the ids CREATE_FAMILY returned in
+    ``rows``: READ_FAMILIES reads from below it."""
+    return max(top, max(r[0] for r in rows))
+
 # Two tables of fixed content, filled once by --init.
 SCHEMA_TOOLBENCH = """
 CREATE TABLE IF NOT EXISTS gloaddriver_tb_bytea (id int PRIMARY KEY, data bytea NOT NULL);
@@ -365,12 +378,8 @@ class PostgresBackend(base.Backend):
 
     def _relational_ops(self, run):
         def op_create(key):
-            names = [u'parent-%d-%d' % (key, i) for i in range(3)] + \
-                    [u'child-%d-%d' % (key, i) for i in range(5)]
-            rows = run(CREATE_FAMILY, names, 'all')
-            top = max(r[0] for r in rows)
-            if top > self.max_parent:
-                self.max_parent = top
+            rows = run(CREATE_FAMILY, family_names(key), 'all')
+            self.max_parent = top_parent(rows, self.max_parent)
             return rows
 
         def op_read(key):
