@@ -198,15 +198,36 @@ class ReplyParser(object):
         lazy), row counts (int), errors (ServerError). One call per chunk."""
         if self.fatal is not None:
             return []
+        replies = []
+        tail = self._tail
+        if not tail:
+            self._parse(chunk, 0, replies)
+            return replies
+        # A message the last chunk cut: complete that one alone, then read this chunk
+        # where it lies, rather than copy all of it behind the tail.
+        at = max(0, 5 - len(tail))
+        head = tail + chunk[:at]
+        if len(head) < 5:
+            self._tail = head
+            return replies
+        need = 1 + _I.unpack_from(head, 1)[0] - len(head)
+        if need < 0 or need > len(chunk) - at:
+            # A bad length (the parse says so), or the message is still not whole.
+            self._parse(tail + chunk, 0, replies)
+            return replies
+        self._parse(head + chunk[at:at + need], 0, replies)
+        if self.fatal is None:
+            self._parse(chunk, at + need, replies)
+        return replies
+
+    def _parse(self, data, pos, replies):
+        """Add to ``replies`` those the messages of ``data`` from ``pos`` complete; keep
+        what follows the last whole message for the next feed."""
         unpack_I = _I.unpack_from
         unpack_IH = _IH.unpack_from
         unpack_i = _i.unpack_from
-        replies = []
         append = replies.append
-        tail = self._tail
-        data = tail + chunk if tail else chunk
         end = len(data)
-        pos = 0
         rows, count, error = self._rows, self._count, self._error
         lazy, nrows, size = self.lazy, self._n, self._size
         try:
@@ -272,4 +293,3 @@ class ReplyParser(object):
         self._tail = data[pos:]
         self._rows, self._count, self._error = rows, count, error
         self._n, self._size = nrows, size
-        return replies
