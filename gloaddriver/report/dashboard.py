@@ -120,6 +120,8 @@ def _notes(p):
         out.append(('info', line))
     for line in text.retry_lines(p):    # the per-statement rows are a table of their own
         out.append(('info', line))
+    for line in text.result_size_lines(p):     # rows and result bytes, in all and per second
+        out.append(('info', line))
     for note in p.get('notes', ()):
         out.append(('info', note))
     for kind, sample in sorted(p.get('error_samples', {}).items()):

@@ -17,6 +17,7 @@ from gloaddriver.backends.postgres import row_values
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
 from gloaddriver.backends.postgres.replies import Rows
 from gloaddriver.backends.postgres.server import PostgresServer
+from gloaddriver.report import dashboard
 from tests.integration.conftest import assert_accounted, run_cli
 
 # (type, a value as SQL): one column each, and a row of NULLs.
@@ -116,6 +117,10 @@ def test_toolbench_on_the_pipelined_connector_counts_rows_and_matches_psycopg2(p
             assert p['result_bytes'] > p['rows'] * 7     # a DataRow's header alone is 7
         bytea = [p for p in res['phases'] if p['name'] == 'bytea'][0]
         assert bytea['result_bytes'] > 40 * 100 * 1024
+        # the page (live and offline) shows them in the phase's notes
+        notes = [n['text'] for n in dashboard.phase_view(bytea, 0.0)['notes']]
+        assert [n for n in notes if n.startswith('bytea: 4,000 rows read') and 'rows/s' in n and
+                'MB/s' in n], notes
 
 
 def test_lazy_rows_without_checksum_are_not_decoded(pg):
