@@ -217,12 +217,14 @@ def test_pgbench_style_scripts(bank, prepared):
     assert total == logged      # every transfer committed whole: balances match the log
 
 
-def test_python_workload_file_on_postgres(bank):
+@pytest.mark.parametrize('connector', ['psycopg2', 'pipelined'])
+def test_python_workload_file_on_postgres(bank, connector):
     ((before,),) = pg_query(bank, 'SELECT count(*) FROM history')
     rc, out, err, res = run_pg(bank, ['--greenlets', '10', '--ops', '3000', '--workload-file',
-                                      example('postgres_workload.py')])
+                                      example('postgres_workload.py'), '--connector', connector])
     assert rc == 0, err
     assert_accounted(res)
+    assert res['manifest']['connector'] == connector
     ops = res['phases'][0]['ops']
     assert sorted(ops) == ['balance', 'transfer']
     assert ops['balance']['misses'] == 0
@@ -434,18 +436,74 @@ def test_prepared_sql_goes_on_after_the_server_restarts():
         server.stop()
 
 
-def test_a_statement_on_db_inside_a_transaction_is_refused_per_op(bank, tmpdir):
+@pytest.mark.parametrize('connector', ['psycopg2', 'pipelined'])
+def test_a_statement_on_db_inside_a_transaction_is_refused_per_op(bank, tmpdir, connector):
     path = write(tmpdir, 'nested.py', u'def op_nested(db, key):\n'
                                       u'    with db.transaction() as tx:\n'
                                       u'        tx.execute("SELECT 1")\n'
-                                      u'        db.execute("SELECT 2")\n')
-    rc, out, err, res = run_pg(bank, ['--workload-file', path, '--ops', '50'])
+                                      u'        db.execute("SELECT 2")\n'
+                                      u'def op_after(db, key):\n'
+                                      u'    return db.fetchone("SELECT 1")\n')
+    rc, out, err, res = run_pg(bank, ['--workload-file', path, '--ops', '50',
+                                      '--connector', connector])
     assert rc == 1
-    (phase,) = res['phases']
-    assert phase['errors'] == {'client:RuntimeError': 50}
+    nested, after = res['phases']
+    assert nested['errors'] == {'client:RuntimeError': 50}
     assert 'use tx.execute()' in out
-    # every connection went back to the pool, none left in a transaction
-    assert res['phases'][0]['pool']['discarded'] == 0
+    assert after['ok'] == 50      # no transaction was left open on any connection
+    if connector == 'psycopg2':
+        # every connection went back to the pool, none left in a transaction
+        assert nested['pool']['discarded'] == 0
+
+
+TYPED = u'''from __future__ import division
+import datetime, decimal
+
+def setup(db):
+    db.execute("CREATE TABLE IF NOT EXISTS gl_file_types (k bigint PRIMARY KEY, n int, "
+               "f float8, b bool, t text, d numeric, y bytea, ts timestamp, a int[])")
+
+def op_roundtrip(db, key):
+    want = (key, key % 7, key / 4.0, key % 2 == 0, u'caf\\xe9 %d' % key,
+            decimal.Decimal('%d.25' % key), bytearray(b'\\x00\\xff'),
+            datetime.datetime(2026, 11, 26, 10, 0, key % 60), [key, None, 3])
+    db.execute("INSERT INTO gl_file_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+               "ON CONFLICT (k) DO NOTHING", want)
+    row = db.fetchone("SELECT k, n, f, b, t, d, y, ts, a FROM gl_file_types "
+                      "WHERE k = %(k)s AND n = %(n)s", {'k': key, 'n': key % 7})
+    got = row[:6] + (bytearray(row[6]),) + row[7:]
+    if got != want:
+        raise AssertionError('%r != %r' % (got, want))
+    if db.fetchone("SELECT %s || '%%', %s", (u'50', key)) != (u'50%', key):
+        raise AssertionError('placeholders')
+    if db.execute("UPDATE gl_file_types SET n = n WHERE k = %s", (key,)) != 1:
+        raise AssertionError('row count')
+    if db.execute("SELECT k FROM gl_file_types WHERE k = -1") != []:
+        raise AssertionError('no rows')
+
+def op_rollback(db, key):
+    try:
+        with db.transaction() as tx:
+            tx.execute("INSERT INTO gl_file_types (k) VALUES (%s)", (-1 - key,))
+            raise KeyError('undo')
+    except KeyError:
+        pass
+    return db.fetchone("SELECT count(*) FROM gl_file_types WHERE k < 0") == (0,)
+'''
+
+
+@pytest.mark.parametrize('connector', ['psycopg2', 'pipelined'])
+def test_a_workload_file_reads_the_same_values_on_both_connectors(bank, tmpdir, connector):
+    """The values psycopg2 would read, parameters of many Python types, named and
+    positional placeholders, %%, row counts and a rolled-back transaction, each checked
+    inside the op (a mismatch fails it)."""
+    path = write(tmpdir, 'typed.py', TYPED)
+    rc, out, err, res = run_pg(bank, ['--workload-file', path, '--ops', '200', '--greenlets',
+                                      '8', '--connector', connector])
+    assert rc == 0, out + err
+    assert_accounted(res)
+    assert [(p['name'], p['ok'], p['misses']) for p in res['phases']] == [
+        ('roundtrip', 200, 0), ('rollback', 200, 0)]
 
 
 def test_spawn_init_may_define_the_space_of_the_builtin_ops():

@@ -158,9 +158,8 @@ def test_interval_follows_progress_unless_progress_is_off():
     (['--backend', 'postgres', '--connector=sync'], '--connector sync is for --backend tarantool'),
     (['--connector', 'pipelined'], '--connector pipelined is for --backend postgres'),
     (['--backend', 'postgres', '--connector', 'pipelined', '--workload', 'bulk'],
-     '--connector pipelined runs --workload kv, relational, toolbench and --script'),
-    (['--backend', 'postgres', '--connector', 'pipelined', '--workload-file', 'x.py'],
-     '--connector pipelined runs --workload kv, relational, toolbench and --script'),
+     '--connector pipelined runs --workload kv, relational, toolbench, --script and '
+     '--workload-file; --workload bulk needs the psycopg2 connector'),
     (['--backend', 'postgres', '--connector', 'pipelined', '--wait-callback', 'cached'],
      'psycopg2 connector'),
     (['--backend', 'postgres', '--workload', 'toolbench', '--decode', 'lazy'],

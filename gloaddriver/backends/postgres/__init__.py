@@ -258,6 +258,9 @@ class Postgres(base.Kind):
                                                                            'relational'):
             from gloaddriver.backends.postgres.rows_pipelined import RowsPipelinedBackend
             return RowsPipelinedBackend(config, dsn, password)
+        if config.opts.connector == 'pipelined' and config.opts.workload == 'file':
+            from gloaddriver.backends.postgres.user_pipelined import FilePipelinedBackend
+            return FilePipelinedBackend(config, dsn, password)
         if config.opts.connector == 'pipelined':
             from gloaddriver.backends.postgres.kv_pipelined import PipelinedBackend
             return PipelinedBackend(config, dsn, password)
@@ -377,11 +380,10 @@ def _script_run(args, kind):
 
 def _check_pipelined(args, kind, pool_size):
     """What --connector pipelined does not do, refused before the run."""
-    if kind not in ('kv', 'toolbench', 'relational', 'script'):
+    if kind not in ('kv', 'toolbench', 'relational', 'script', 'file'):
         raise errors.ConfigError('--connector pipelined runs --workload kv, relational, '
-                                 'toolbench and --script; %s '
-                                 'needs the psycopg2 connector' % {
-                                     'file': 'a --workload-file'}.get(kind, '--workload ' + kind))
+                                 'toolbench, --script and --workload-file; --workload %s '
+                                 'needs the psycopg2 connector' % kind)
     if args.wait_callback:
         raise errors.ConfigError('--wait-callback is for the psycopg2 connector; the pipelined '
                                  'one reads its socket from the hub itself')

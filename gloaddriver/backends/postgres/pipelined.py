@@ -80,8 +80,11 @@ def _param(value):
     return _I.pack(len(value)) + value
 
 
-def _parse(name, sql):
-    body = _b(name) + b'\x00' + _b(sql) + b'\x00\x00\x00'
+def _parse(name, sql, types=()):
+    """Parse of ``sql`` as the statement ``name``; ``types``: its parameters' type oids
+    (0, or none given: the server infers the type)."""
+    body = _b(name) + b'\x00' + _b(sql) + b'\x00' + struct.pack('!H%dI' % len(types),
+                                                                len(types), *types)
     return b'P' + _I.pack(len(body) + 4) + body
 
 
@@ -289,8 +292,8 @@ class PipelinedConnection(SharedSocket):
         """Parse every statement on a new socket before it carries requests: one round
         trip, so a reconnect costs one more, not one per statement."""
         describe = self._lazy
-        sock.sendall(b''.join(_parse(n, sql) + (_describe(n) if describe else b'')
-                              for n, sql in self._statements) + _SYNC)
+        sock.sendall(b''.join(_parse(*st) + (_describe(st[0]) if describe else b'')
+                              for st in self._statements) + _SYNC)
         error, buf = _first_error(sock, buf, self._described if describe else None)
         if error is not None:
             raise errors.SchemaError('PostgreSQL at %s cannot prepare the statements: %s '
@@ -303,8 +306,8 @@ class PipelinedConnection(SharedSocket):
     def _described(self, described):
         """Each statement's row description, in the order they were prepared (None for a
         statement that returns no rows): the formats its results are asked in."""
-        for (name, _sql), columns in zip(self._statements, described):
-            self._columns[_b(name)] = formats([oid for _n, oid in columns or ()])
+        for statement, columns in zip(self._statements, described):
+            self._columns[_b(statement[0])] = formats([oid for _n, oid in columns or ()])
 
     def _goodbye(self):
         io = self._io
@@ -321,6 +324,17 @@ class PipelinedConnection(SharedSocket):
         prepared again on every new socket after a reconnect."""
         self._send_and_wait(_parse(name, sql) + _SYNC)
         self._statements.append((name, sql))
+
+    def prepare_described(self, name, sql, types=()):
+        """A lazy connection's ``prepare``: Parse (``types``: the parameters' type oids)
+        and Describe in one round trip, the statement's columns then asked in the formats
+        its description chose (``rows``); prepared and described again after a
+        reconnect. One at a time on a connection: the description is the parser's last."""
+        self._send_and_wait(_parse(name, sql, types) + _describe(name) + _SYNC)
+        description = self._parser.description
+        self._parser.description = None
+        self._columns[_b(name)] = formats([oid for _n, oid in description or ()])
+        self._statements.append((name, sql, tuple(types)))
 
     def execute(self, name, params=()):
         """Rows of the prepared statement ``name`` with ``params``, or its row count."""

@@ -15,7 +15,8 @@ its ReadyForQuery ('Z'), which ends its reply:
 * an ErrorResponse ('E'): a ``ServerError`` for that statement alone.
 
 A RowDescription ('T', sent for a Describe or a simple query) leaves its column names
-in ``columns``: what ``\\gset`` needs of a script's query.
+in ``columns`` (what ``\\gset`` needs of a script's query) and [(name, type oid)] in
+``description`` (how a statement prepared on the fly reads its rows).
 
 A parser made ``lazy`` builds no Python value for a row: a query's result is ``Rows``
 (and so is a DML statement's when it returned rows: RETURNING), the DataRow bytes as
@@ -158,11 +159,6 @@ def next_message(buf, source='the server'):
     return bytes(buf[:1]), bytes(buf[5:1 + length]), buf[1 + length:]
 
 
-def _column_names(data, start, end):
-    """The names of a RowDescription's columns (each a name, then 18 bytes of types)."""
-    return [name for name, _oid in describe_columns(data, start, end)]
-
-
 def describe_columns(data, start, end):
     """[(name, type oid)] of the RowDescription in ``data[start:end]``."""
     out = []
@@ -178,7 +174,7 @@ class ReplyParser(object):
     """Cuts a backend's message stream into statement replies; ``source`` names the
     server in messages. ``fatal``: the error of a FATAL message, once one came."""
 
-    __slots__ = ('source', 'fatal', 'columns', 'lazy', '_tail', '_rows', '_count', '_error',
+    __slots__ = ('source', 'fatal', 'columns', 'description', 'lazy', '_tail', '_rows', '_count', '_error',
                  '_n', '_size')
 
     def __init__(self, source='the server', lazy=False):
@@ -186,6 +182,7 @@ class ReplyParser(object):
         self.lazy = lazy
         self.fatal = None
         self.columns = None         # the names of the last RowDescription's columns
+        self.description = None     # and [(name, type oid)] of them
         # Across feeds: the bytes of an unfinished message, and the reply so far.
         self._tail = b''
         self._rows = []
@@ -282,7 +279,8 @@ class ReplyParser(object):
                         break
                     error = server_error(fields)
                 elif kind == b'T':
-                    self.columns = _column_names(data, start, pos)
+                    self.description = describe_columns(data, start, pos)
+                    self.columns = [name for name, _oid in self.description]
                 # 2 BindComplete, 1 ParseComplete, n NoData, N notice, S status: skip
         except ProtocolError:
             raise
