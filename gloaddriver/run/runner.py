@@ -98,6 +98,9 @@ def _run_single(budget, st, fn, next_key, clock=clock):
         st.lat[int((clock() - t0) * 1000000.0)] += 1
         if not r and r is not None:
             st.misses += 1
+        # Freed now, not when the next op's result replaces it: a result held across the
+        # next op (large ones: rows) is freed out of the caches, at a cost of its own.
+        r = None
 
 
 def _run_mix(budget, table, cumulative, rand, clock=clock):
@@ -119,6 +122,7 @@ def _run_mix(budget, table, cumulative, rand, clock=clock):
         st.lat[int((clock() - t0) * 1000000.0)] += 1
         if not r and r is not None:
             st.misses += 1
+        r = None
 
 
 class Schedule(object):
@@ -180,6 +184,7 @@ def _run_open(budget, pick, schedule, limit, clock=clock):
         st.lat_co[int((t1 - intended) * 1000000.0)] += 1
         if not r and r is not None:
             st.misses += 1
+        r = None
 
 
 def _picker(table, cumulative, rand):

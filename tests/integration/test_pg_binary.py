@@ -185,3 +185,29 @@ def test_a_lazy_connection_describes_its_statements_again_after_a_reconnect(pg):
     finally:
         conn.close()
         other.close()
+
+
+@pytest.mark.parametrize('lazy', [False, True])
+def test_number_parameters_go_binary_and_others_as_the_server_reads_text(pg, lazy):
+    conn = PipelinedConnection('127.0.0.1', pg.port, pg.user, pg.password, pg.database,
+                               statements=[('p', 'SELECT $1::int8 + 1, $2::int4 * 2, '
+                                                 '$3::float8 / 2, $4::text')],
+                               lazy_rows=lazy).connect()
+    try:
+        assert conn._params[b'p'] is not None       # its numbers are bound binary
+
+        def run(*params):
+            r = conn.rows(b'p', params) if lazy else conn.execute(b'p', params)
+            return tuple(r[0])
+        want = (6, 14, 0.75, u'x') if lazy else (u'6', u'14', u'0.75', u'x')
+        assert run(5, 7, 1.5, u'x') == want
+        assert run(u'5', 7, 1.5, u'x') == want      # a string: the whole Bind as text
+        assert run(5, 7, 1.5, u'x') == want
+        assert run(None, 7, 1.5, u'x') == (None,) + want[1:]     # NULL in a binary Bind
+        for params in ((2 ** 63, 7, 1.5, u'x'), (5, 2 ** 31, 1.5, u'x')):
+            with pytest.raises(errors.ServerError) as e:
+                run(*params)
+            assert e.value.code == '22003'          # out of range, as the server says
+        assert run(5, 7, 1.5, u'x') == want
+    finally:
+        conn.close()

@@ -218,7 +218,7 @@ def test_a_missing_table_names_the_fix(pg):
 def test_a_workload_it_does_not_run_is_refused_before_the_run(pg):
     rc, out, err, res = run_cli(['--backend', 'postgres', '--connector', 'pipelined', '--dsn',
                                  dsn(pg), '--workload', 'bulk', '--ops', '10'])
-    assert rc == 2 and 'runs --workload kv, relational, toolbench and --script' in err, err
+    assert rc == 2 and 'runs --workload kv, relational, toolbench, --script and --workload-file' in err, err
     assert len(err.strip().splitlines()) == 1 and res is None
 
 

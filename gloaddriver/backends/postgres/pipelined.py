@@ -48,6 +48,7 @@ from gloaddriver.py23 import clock
 from gloaddriver.backends.postgres.replies import (ProtocolError, ReplyParser, Rows,
                                                    describe_columns, error_fields,
                                                    next_message)
+from gloaddriver.backends.postgres.param_values import encode, plan
 from gloaddriver.backends.postgres.row_values import formats
 from gloaddriver.backends.shared_socket import SharedSocket
 
@@ -57,10 +58,7 @@ _H = struct.Struct('!H')
 _EXECUTE_SYNC = b'E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04'
 _SYNC = b'S\x00\x00\x00\x04'
 _TERMINATE = b'X\x00\x00\x00\x04'
-_BIND_FORMATS = b'\x00\x00'          # no parameter format codes: all text
 _RESULT_FORMATS = b'\x00\x00'        # no result format codes: all text
-_NULL = b'\xff\xff\xff\xff'
-_TEXT = type(u'')
 # SQLSTATEs of a login the server refused, and of a database that is not there.
 _AUTH_CODES = ('28P01', '28000')
 _NO_DATABASE = '3D000'
@@ -68,16 +66,6 @@ _NO_DATABASE = '3D000'
 
 def _b(text):
     return text if isinstance(text, bytes) else text.encode('utf-8')
-
-
-def _param(value):
-    """One Bind parameter: length and text bytes, or NULL."""
-    if value is None:
-        return _NULL
-    cls = value.__class__
-    if cls is not bytes:
-        value = (value if cls is _TEXT else u'%s' % (value,)).encode('utf-8')
-    return _I.pack(len(value)) + value
 
 
 def _parse(name, sql, types=()):
@@ -88,9 +76,12 @@ def _parse(name, sql, types=()):
     return b'P' + _I.pack(len(body) + 4) + body
 
 
-def _bind(name, params, result_formats=_RESULT_FORMATS):
-    parts = [b'\x00', _b(name), b'\x00', _BIND_FORMATS, _H.pack(len(params))]
-    parts.extend(_param(p) for p in params)
+def _bind(name, params, result_formats=_RESULT_FORMATS, how=None):
+    """Bind of the statement ``name``: ``params`` as ``how`` (param_values.plan) says,
+    results in ``result_formats`` (Bind's tail)."""
+    codes, values = encode(params, how)
+    parts = [b'\x00', _b(name), b'\x00', codes, _H.pack(len(params))]
+    parts.extend(values)
     parts.append(result_formats)
     body = b''.join(parts)
     return b'B' + _I.pack(len(body) + 4) + body
@@ -182,6 +173,7 @@ class PipelinedConnection(SharedSocket):
         # format row_values chooses from its description (made when it is prepared).
         self._lazy = lazy_rows
         self._columns = {}          # statement name -> (Bind's result formats, Columns)
+        self._params = {}           # statement name -> its parameters' param_values.plan
         # The waiters of the requests sent and not yet answered, in send order: request
         # number ``requests - len + 1`` first. A timed-out one is left as None, so that
         # its reply still finds its place.
@@ -289,12 +281,11 @@ class PipelinedConnection(SharedSocket):
         return buf
 
     def _prepare_all(self, sock, buf):
-        """Parse every statement on a new socket before it carries requests: one round
-        trip, so a reconnect costs one more, not one per statement."""
-        describe = self._lazy
-        sock.sendall(b''.join(_parse(*st) + (_describe(st[0]) if describe else b'')
-                              for st in self._statements) + _SYNC)
-        error, buf = _first_error(sock, buf, self._described if describe else None)
+        """Parse and describe every statement on a new socket before it carries requests:
+        one round trip, so a reconnect costs one more, not one per statement."""
+        sock.sendall(b''.join(_parse(*st) + _describe(st[0]) for st in self._statements) +
+                     _SYNC)
+        error, buf = _first_error(sock, buf, self._described)
         if error is not None:
             raise errors.SchemaError('PostgreSQL at %s cannot prepare the statements: %s '
                                      '(SQLSTATE %s)' % (self.address, error.get('M', '?'),
@@ -304,10 +295,15 @@ class PipelinedConnection(SharedSocket):
                                       % self.address)
 
     def _described(self, described):
-        """Each statement's row description, in the order they were prepared (None for a
-        statement that returns no rows): the formats its results are asked in."""
-        for statement, columns in zip(self._statements, described):
-            self._columns[_b(statement[0])] = formats([oid for _n, oid in columns or ()])
+        """Each statement's (parameter types, row description or None for no rows), in
+        the order they were prepared: the formats its parameters are sent in and (on a
+        lazy connection) its results asked in."""
+        lazy = self._lazy
+        for statement, (params, columns) in zip(self._statements, described):
+            name = _b(statement[0])
+            self._params[name] = plan(params)
+            if lazy:
+                self._columns[name] = formats([oid for _n, oid in columns or ()])
 
     def _goodbye(self):
         io = self._io
@@ -334,18 +330,21 @@ class PipelinedConnection(SharedSocket):
         description = self._parser.description
         self._parser.description = None
         self._columns[_b(name)] = formats([oid for _n, oid in description or ()])
+        self._params[_b(name)] = plan(types)
         self._statements.append((name, sql, tuple(types)))
 
     def execute(self, name, params=()):
         """Rows of the prepared statement ``name`` with ``params``, or its row count."""
-        return self._send_and_wait(_bind(name, params) + _EXECUTE_SYNC)
+        return self._send_and_wait(_bind(name, params, _RESULT_FORMATS, self._params.get(name))
+                                   + _EXECUTE_SYNC)
 
     def rows(self, name, params=()):
         """A lazy connection's ``execute``: the statement's columns asked in the formats
         its description chose; its rows come as replies.Rows that decode to the values
         psycopg2 gives."""
         result_formats, columns = self._columns[name]
-        r = self._send_and_wait(_bind(name, params, result_formats) + _EXECUTE_SYNC)
+        r = self._send_and_wait(_bind(name, params, result_formats, self._params.get(name)) +
+                                _EXECUTE_SYNC)
         if r.__class__ is Rows:
             r.decoders = columns
         return r
@@ -482,21 +481,28 @@ def _send(sock, kind, body):
 
 def _first_error(sock, buf, described=None):
     """(the fields of the first error before the next ReadyForQuery or None, the rest)
-    of a startup exchange (blocking). ``described``: told, with no error, the [(name,
-    type oid)] of each RowDescription that came (None for each NoData), in order."""
+    of a startup exchange (blocking). ``described``: told, with no error, a ([parameter
+    type oid], [(name, type oid)] of its RowDescription or None for NoData) for each
+    statement described, in order."""
     error = None
-    columns = []
+    out = []
+    params = ()
     while True:
         kind, payload, buf = _read_message(sock, buf)
         if kind == b'E' and error is None:
             error = error_fields(payload)
+        elif kind == b't':      # ParameterDescription: then T or n, of the same statement
+            n = _H.unpack_from(payload)[0]
+            params = struct.unpack_from('!%dI' % n, payload, 2)
         elif kind == b'T':
-            columns.append(describe_columns(payload, 0, len(payload)))
+            out.append((params, describe_columns(payload, 0, len(payload))))
+            params = ()
         elif kind == b'n':
-            columns.append(None)
+            out.append((params, None))
+            params = ()
         elif kind == b'Z':
             if described is not None and error is None:
-                described(columns)
+                described(out)
             return error, buf
 
 
