@@ -70,8 +70,9 @@ class Kind(object):
             if action is None:
                 shared[names[0]] = group.add_argument(*names, **dict(kwargs, default=None))
                 continue
-            more = [c for c in kwargs.get('choices') or () if c not in action.choices]
-            action.choices = list(action.choices or ()) + more
+            if action.choices is not None:      # (a free-form flag stays free-form)
+                more = [c for c in kwargs.get('choices') or () if c not in action.choices]
+                action.choices = list(action.choices) + more
             action.help = '%s; %s' % (action.help, kwargs.get('help'))
 
     def flag_dests(self):

@@ -235,6 +235,40 @@ def test_python_workload_file_on_postgres(bank, connector):
     assert total == logged
 
 
+@pytest.mark.parametrize('connector', ['psycopg2', 'pipelined'])
+def test_sql_on_postgres(bank, connector):
+    ((before,),) = pg_query(bank, 'SELECT count(*) FROM history')
+    rc, out, err, res = run_pg(bank, ['--connector', connector, '--ops', '300', '--greenlets',
+                                      '4', '--sql', 'INSERT INTO history (aid, delta) '
+                                      'VALUES (?, ?)', '--args', '[{key}, 7]'])
+    assert rc == 0, err
+    assert_accounted(res)
+    assert [(p['name'], p['ok']) for p in res['phases']] == [('sql', 300)]
+    assert res['manifest']['request'] == {'kind': 'sql', 'args': '[{key}, 7]', 'target':
+                                          'INSERT INTO history (aid, delta) VALUES (?, ?)'}
+    ((after, sevens),) = pg_query(bank, 'SELECT count(*), count(*) FILTER (WHERE delta = 7) '
+                                        'FROM history')
+    assert after - before == 300 and sevens >= 300
+    # $n in any order, a % and a ? inside strings (text, not placeholders), rows read
+    rc, out, err, res = run_pg(bank, ['--connector', connector, '--ops', '200', '--sql',
+                                      "SELECT abalance, '50%?', $2::text FROM accounts "
+                                      "WHERE aid = $1", '--args', '[{random:1:100}, "k{key}"]',
+                                      '--checksum'])
+    assert rc == 0, err
+    (phase,) = res['phases']
+    assert phase['ok'] == 200 and phase['misses'] == 0
+    if connector == 'pipelined':
+        assert phase['rows'] == 200 and 'rows/s' in out
+
+
+@pytest.mark.parametrize('connector', ['psycopg2', 'pipelined'])
+def test_sql_the_server_cannot_run_fails_before_the_first_op(bank, connector):
+    rc, out, err, res = run_pg(bank, ['--connector', connector, '--ops', '10', '--sql',
+                                      'SELEC aid FROM accounts'])
+    assert rc == 3 and res is None, err
+    assert err.count('\n') == 1 and 'SELEC' in err and 'Traceback' not in err, err
+
+
 # -- bad input: one line naming the file, line or placeholder; exit 2 -----------------
 
 def write(tmpdir, name, text):
@@ -255,6 +289,13 @@ def write(tmpdir, name, text):
     (['--sql', 'SELECT * FROM t WHERE id = ?'], ['1 placeholder', '--args gives 0']),
     (['--sql', 'SELECT $1, \'?\' FROM t WHERE a = $2', '--args', '[{key}]'],
      ['2 placeholders', '--args gives 1']),
+    (['--backend', 'postgres', '--sql', 'SELECT $1, \'?\' FROM t WHERE a = $2', '--args',
+      '[{key}]'], ['--sql has 2 parameters', '--args gives 1']),
+    (['--backend', 'postgres', '--sql', 'SELECT $1, ?', '--args', '[1, 2]'], ['mixes ? and $n']),
+    (['--backend', 'postgres', '--args', '[1]'], ['--args goes with --sql']),
+    (['--backend', 'postgres', '--sql', 'SELECT 1', '--workload', 'kv'], ['excludes --workload']),
+    (['--backend', 'postgres', '--sql', 'SELECT 1', '--phases', 'sql'], ['one phase']),
+    (['--backend', 'postgres', '--sql', 'SELECT 1', '--verify'], ['--sql writes what']),
 ])
 def test_bad_requests_are_one_line(args, words):
     rc, out, err, res = run_cli(args + ['--ops', '10'])

@@ -18,7 +18,8 @@ from gloaddriver.backends import base
 from gloaddriver.converters import count, positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
-                                'wait_callback scripts connector script_run session_init decode')
+                                'wait_callback scripts connector script_run session_init decode '
+                                'sql fill')
 # How scripts run (pgbench's flags): --protocol, --max-tries, --per-statement, --define,
 # --scale, --connect-per-op, --tx-log, --sampling-rate.
 ScriptRun = namedtuple('ScriptRun', 'protocol max_tries per_statement defines scale '
@@ -64,8 +65,7 @@ class Postgres(base.Kind):
                                 help='postgres: psycopg2 (the default; one statement per '
                                      'connection at a time) or pipelined (ours: the extended '
                                      'protocol, the statements of several greenlets in flight '
-                                     'on one socket; --workload kv, relational, toolbench '
-                                     'and scripts)')),
+                                     'on one socket; every workload but bulk)')),
         (('--decode',), dict(choices=list(DECODES),
                              help='postgres --connector pipelined --workload toolbench or '
                                   'relational: rows '
@@ -120,6 +120,13 @@ class Postgres(base.Kind):
         (('--sampling-rate',), dict(type=float, metavar='FRACTION',
                                     help='with --tx-log: the fraction of transactions logged '
                                          '(default 1)')),
+        (('--sql',), dict(metavar='STATEMENT',
+                          help='postgres: each op executes this statement (one phase, '
+                               '"sql"; prepared on --connector pipelined) with --args bound '
+                               'to its $1, $2... or ?')),
+        (('--args',), dict(metavar='JSON',
+                           help='postgres: the values of --sql, a JSON array with the same '
+                                'placeholders')),
         (('--session-init',), dict(metavar='SQL',
                                    help='postgres: SQL run on every new connection before it '
                                         'carries an op, reconnects included (SET statements, '
@@ -143,6 +150,13 @@ class Postgres(base.Kind):
             if scripted:
                 scripts = _scripts(args.script or (), args.builtin or ())
             kind = 'script' if scripted else 'file'
+        from gloaddriver.backends.postgres.sql_request import compile_request
+        sql, fill = compile_request(args)
+        if sql is not None:
+            if args.workload or scripted or args.workload_file:
+                raise errors.ConfigError('--sql is the op of its own: it excludes --workload, '
+                                         '--script and --workload-file')
+            kind = 'sql'
         script_run = _script_run(args, kind)
         if scripts:
             _check_variables(scripts, script_run.defines)
@@ -184,11 +198,11 @@ class Postgres(base.Kind):
         if connector == 'pipelined':
             pool_size = args.pool_size or -(-args.greenlets // PIPELINED_PER_CONNECTION)
             _check_pipelined(args, kind, pool_size)
-        if args.verify and kind in ('relational', 'toolbench', 'script', 'file'):
+        if args.verify and kind in ('relational', 'toolbench', 'script', 'file', 'sql'):
             raise errors.ConfigError('--verify reads back what the kv workload wrote; %s writes '
                                      'what the driver cannot predict' % (
-                                         {'script': '--script', 'file': 'a workload file'}.get(
-                                             kind, '--workload ' + kind)))
+                                         {'script': '--script', 'file': 'a workload file',
+                                          'sql': '--sql'}.get(kind, '--workload ' + kind)))
         _check_read_from(args, kind, connector)
         decode = _decode(args, kind, connector)
         return Options(dsn=args.dsn or '', table=table, workload=kind, init=bool(args.init),
@@ -196,7 +210,7 @@ class Postgres(base.Kind):
                        bulk_methods=methods, rows=args.rows or 100000,
                        wait_callback=args.wait_callback or 'cached', scripts=scripts,
                        connector=connector, script_run=script_run,
-                       session_init=args.session_init, decode=decode)
+                       session_init=args.session_init, decode=decode, sql=sql, fill=fill)
 
     def phases(self, opts, phases, mix, load):
         try:
@@ -209,6 +223,11 @@ class Postgres(base.Kind):
                 if not (phases or mix) and len(names) > 1:
                     mix = default_mix
                 return workload.phases_from(phases, mix, False, names, names)
+            if opts.workload == 'sql':
+                if phases or mix or load:
+                    raise ValueError('--sql is the op of one phase: --phases, --mix and --load '
+                                     'do not go with it')
+                return (workload.Phase('sql', (('sql', 1),)),)
             if opts.workload == 'relational':
                 if phases:
                     raise ValueError('--workload relational is one mix phase; use '
@@ -255,7 +274,7 @@ class Postgres(base.Kind):
             from gloaddriver.backends.postgres.script_pipelined import ScriptPipelinedBackend
             return ScriptPipelinedBackend(config, dsn, password)
         if config.opts.connector == 'pipelined' and config.opts.workload in ('toolbench',
-                                                                           'relational'):
+                                                                           'relational', 'sql'):
             from gloaddriver.backends.postgres.rows_pipelined import RowsPipelinedBackend
             return RowsPipelinedBackend(config, dsn, password)
         if config.opts.connector == 'pipelined' and config.opts.workload == 'file':
@@ -274,6 +293,8 @@ class Postgres(base.Kind):
         if opts.script_run is not None:
             prepared = opts.script_run.protocol == 'prepared'
             extra['protocol'] = opts.script_run.protocol
+        if opts.sql is not None:
+            extra['request'] = {'kind': 'sql', 'target': opts.sql.given, 'args': opts.sql.args}
         if opts.connector == 'pipelined':
             from gloaddriver.backends.postgres.row_values import READER
             return dict(base.Kind.manifest(self, config), connector=opts.connector,
@@ -380,7 +401,7 @@ def _script_run(args, kind):
 
 def _check_pipelined(args, kind, pool_size):
     """What --connector pipelined does not do, refused before the run."""
-    if kind not in ('kv', 'toolbench', 'relational', 'script', 'file'):
+    if kind not in ('kv', 'toolbench', 'relational', 'script', 'file', 'sql'):
         raise errors.ConfigError('--connector pipelined runs --workload kv, relational, '
                                  'toolbench, --script and --workload-file; --workload %s '
                                  'needs the psycopg2 connector' % kind)
@@ -397,11 +418,12 @@ def _decode(args, kind, connector):
     """--decode as the run does it: lazy or full where rows can stay undecoded (pipelined
     toolbench and relational), else full (every row is built), which --decode lazy
     cannot change."""
-    if connector == 'pipelined' and kind in ('toolbench', 'relational'):
+    if connector == 'pipelined' and kind in ('toolbench', 'relational', 'sql'):
         return args.decode or 'lazy'
     if args.decode == 'lazy':
         raise errors.ConfigError('--decode lazy is for --connector pipelined --workload '
-                                 'toolbench or relational; %s decodes every row it reads'
+                                 'toolbench or relational, or --sql; %s decodes every row it '
+                                 'reads'
                                  % ('psycopg2' if connector == 'psycopg2' else
                                     'this workload'))
     return 'full'

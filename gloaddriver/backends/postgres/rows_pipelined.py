@@ -18,6 +18,7 @@ import re
 
 from gloaddriver import errors
 from gloaddriver.backends.postgres.kv_pipelined import PipelinedBackend
+from gloaddriver.backends.postgres.replies import Rows
 from gloaddriver.backends.postgres.workloads import (CREATE_FAMILY, READ_FAMILIES,
                                                      SCHEMA_RELATIONAL, SCHEMA_TOOLBENCH,
                                                      TOOLBENCH_QUERIES, TOOLBENCH_TABLES,
@@ -79,6 +80,25 @@ def relational_ops(conn, tally, full):
     return {'create': op_create, 'read': op_read}
 
 
+SQL = 'gloaddriver_sql'     # --sql's statement on every connection
+
+
+def sql_op(conn, tally, full, fill, rnd, worker):
+    """--sql on one lazy pipelined connection: the statement with this op's values
+    (``fill``), its rows counted (decoded when ``full``) or its row count."""
+    rows = conn.rows
+    name = SQL.encode('ascii')
+
+    def op(key):
+        r = rows(name, fill(key, rnd, worker))
+        if r.__class__ is Rows:
+            tally.rows += r.count
+            tally.size += r.size
+            return r.decoded() if full else r
+        return r
+    return op
+
+
 # --workload -> (its statements, the tables it needs, their schema, its ops)
 WORKLOADS = {
     'toolbench': ([(name, sql) for name, (sql, _p) in TOOLBENCH_QUERIES.items()],
@@ -98,8 +118,12 @@ class RowsPipelinedBackend(PipelinedBackend):
         PipelinedBackend.__init__(self, config, dsn, password)
         self.full = self.opts.decode == 'full'
         self.tally = Tally()
-        self.statements, self.tables, self.schema, self.make_ops = \
-            WORKLOADS[self.opts.workload]
+        if self.opts.workload == 'sql':     # --sql: its statement, no tables of ours
+            self.statements, self.tables, self.schema, self.make_ops = \
+                [(SQL, self.opts.sql.text)], (), '', None
+        else:
+            self.statements, self.tables, self.schema, self.make_ops = \
+                WORKLOADS[self.opts.workload]
 
     def describe(self):
         return PipelinedBackend.describe(self).replace(
@@ -108,9 +132,23 @@ class RowsPipelinedBackend(PipelinedBackend):
                                  'only when read'))
 
     def open(self):
+        if self.make_ops is None:
+            # --sql: prepared on every connection (a statement the server cannot run is
+            # refused there, before the first op); $n placeholders already.
+            self._open_connections(lambda _conn: None, self.statements)
+            return
         self._open_connections(self._check_tables,
                                [(name, numbered(sql)) for name, sql in self.statements])
         self._ops = [self.make_ops(conn, self.tally, self.full) for conn in self.conns]
+
+    def worker_ops(self, worker):
+        if self.make_ops is not None:
+            return PipelinedBackend.worker_ops(self, worker)
+        from gloaddriver.workload import keys as keygen
+        load = self.config.load
+        rnd = keygen.make_rng(load.seed, 'sql', load.shard, worker)
+        return {'sql': sql_op(self.conns[worker % len(self.conns)], self.tally, self.full,
+                              self.opts.fill, rnd, worker)}
 
     def _check_tables(self, conn):
         try:

@@ -85,7 +85,8 @@ TOOLBENCH_QUERIES = {
 def statement_runner(pool, deadlines, password):
     """run(sql, params, fetch) on a pooled connection within the op timeout.
 
-    fetch: 'one' -> the first row or () (a miss), 'all' -> rows, 'count' -> rowcount.
+    fetch: 'one' -> the first row or () (a miss), 'all' -> rows, 'count' -> rowcount,
+    'result' -> rows of a query, else rowcount.
     """
     active = deadlines.active
     timeout = deadlines.timeout
@@ -101,7 +102,7 @@ def statement_runner(pool, deadlines, password):
                 cur.execute(sql, params)
                 if fetch == 'one':
                     return cur.fetchone() or ()
-                if fetch == 'all':
+                if fetch == 'all' or fetch == 'result' and cur.description is not None:
                     return cur.fetchall()
                 return cur.rowcount
             except errors.RequestTimeout:
@@ -248,6 +249,8 @@ class PostgresBackend(base.Backend):
             self._session_init(item)
             if self.opts.workload == 'script':
                 self._check_scripts(item)
+            elif self.opts.workload == 'sql':
+                self._check_sql(item)
             elif self.opts.workload != 'file':   # a workload file brings its own schema
                 self._check_schema(item)
         finally:
@@ -288,6 +291,17 @@ class PostgresBackend(base.Backend):
             cur.execute('SELECT coalesce(max(id), 0) FROM rel_parent')
             self.max_parent = cur.fetchone()[0]
 
+    def _check_sql(self, item):
+        """--sql PREPAREd once before the first op (then let go): a statement the server
+        cannot run is the run's setup error, not every op's."""
+        try:
+            item.cur.execute('PREPARE gloaddriver_sql_check AS ' + self.opts.sql.text)
+            item.cur.execute('DEALLOCATE gloaddriver_sql_check')
+        except psycopg2.Error as e:
+            raise errors.SchemaError('--sql cannot run on PostgreSQL at %s: %s'
+                                     % (self._address or dsn_address(self.dsn),
+                                        pgpool.scrub(e, self.password)))
+
     def _check_scripts(self, item):
         from gloaddriver.backends.postgres import script_run
         self.scale = script_run.setup(item.cur, self.opts.scripts, self.opts.script_run,
@@ -325,6 +339,9 @@ class PostgresBackend(base.Backend):
         c = self.opts
         run = statement_runner(self.pool, self.deadlines, self.password)
         self.deadlines.start()
+        if c.workload == 'sql':
+            self._run = run
+            return None
         if c.workload in ('script', 'file'):
             from gloaddriver.backends.postgres import user
             self._held = user.holder(self.pool, self.deadlines, self.password)
@@ -405,10 +422,14 @@ class PostgresBackend(base.Backend):
             connect_per_op=run.connect_per_op, tx_log=self.tx_log)
 
     def worker_ops(self, worker):
-        if self.opts.workload != 'script':
+        if self.opts.workload not in ('script', 'sql'):
             return self._ops
         from gloaddriver.workload import keys as keygen
         load = self.config.load
+        if self.opts.workload == 'sql':
+            from gloaddriver.backends.postgres.sql_request import psycopg2_op
+            rnd = keygen.make_rng(load.seed, 'sql', load.shard, worker)
+            return {'sql': psycopg2_op(self._run, self.opts.sql, self.opts.fill, rnd, worker)}
         rnd = keygen.make_rng(load.seed, 'script', load.shard, worker)
         # pgbench's client_id: unique across the processes of a run (shards of one size).
         first = load.shard[0] * load.greenlets if load.shard else 0
