@@ -129,7 +129,11 @@ def test_the_sync_connector_reports_its_outage_too(tmpdir):
     (phase,) = res['phases']
     (o,) = phase['outages']
     ev = res['faults'][0]
-    assert abs(o['duration'] - (ev['took'])) <= 0.5, (o, ev)
+    # It opens at the restart and lasts at least while the server was down. It may last
+    # longer: a restarted server answers errors (ER_LOADING, access denied) while it
+    # recovers, which on a loaded machine outlasts the restart itself (seen: 0.7 s).
+    assert abs(o['start'] - ev['at']) <= 0.5, (o, ev)
+    assert o['duration'] >= ev['took'] - 0.5, (o, ev)
     assert o['reconnects'] is None      # tarantool-python reconnects out of sight
     assert res['verify']['acknowledged_lost'] == 0
 
