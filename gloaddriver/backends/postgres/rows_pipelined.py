@@ -44,9 +44,12 @@ class Tally(object):
 
 
 def _reader(rows, tally, full):
-    """read(name, params): the statement's rows, counted (and decoded when ``full``)."""
+    """read(name, params): the statement's rows, counted (and decoded when ``full``), or
+    the row count of one that returned none (DML)."""
     def read(name, params):
         r = rows(name, params)
+        if r.__class__ is not Rows:
+            return r
         tally.rows += r.count
         tally.size += r.size
         return r.decoded() if full else r
@@ -86,16 +89,11 @@ SQL = 'gloaddriver_sql'     # --sql's statement on every connection
 def sql_op(conn, tally, full, fill, rnd, worker):
     """--sql on one lazy pipelined connection: the statement with this op's values
     (``fill``), its rows counted (decoded when ``full``) or its row count."""
-    rows = conn.rows
+    read = _reader(conn.rows, tally, full)
     name = SQL.encode('ascii')
 
     def op(key):
-        r = rows(name, fill(key, rnd, worker))
-        if r.__class__ is Rows:
-            tally.rows += r.count
-            tally.size += r.size
-            return r.decoded() if full else r
-        return r
+        return read(name, fill(key, rnd, worker))
     return op
 
 
