@@ -166,7 +166,20 @@ static PyObject *bytea(PyObject *data, PyObject **whole, Py_ssize_t at, Py_ssize
         if (*whole == NULL)
             return NULL;
     }
-    return PySequence_GetSlice(*whole, at, at + size);
+    /* A view of the whole, narrowed to the value: what slicing it gives (a 1-D byte
+     * view shares the whole's buffer), without the slice object and index ints that
+     * slicing builds for each value. */
+    {
+        PyObject *v = PyMemoryView_FromObject(*whole);
+        Py_buffer *b;
+        if (v == NULL)
+            return NULL;
+        b = PyMemoryView_GET_BUFFER(v);
+        b->buf = (char *)b->buf + at;
+        b->len = size;
+        b->shape[0] = size;
+        return v;
+    }
 #else
     (void)whole;
     return PyBuffer_FromObject(data, at, size);
