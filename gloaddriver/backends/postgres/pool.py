@@ -231,6 +231,26 @@ class Pool(object):
         self.connects += 1
         return item
 
+    def fill(self, n):
+        """Open up to ``n`` connections now, together, into the free list. A run's
+        connections are made before its first phase, as pgbench makes its clients'
+        before it starts the clock: a connect, its authentication and a new server
+        process's first query would otherwise be counted in the first ops' time. Best
+        effort: a connection that cannot be made now is made, as before, by the first
+        op that needs it (and its failure is counted there)."""
+        def one():
+            try:
+                item = self.connect()
+            except errors.OpError:
+                self.created -= 1
+                return
+            self._free.put(item)
+        n = min(n, self.size) - self.created
+        if n > 0:
+            self.created += n       # reserved first, as _new does
+            self.peak = max(self.peak, self.created)
+            gevent.joinall([gevent.spawn(one) for _ in range(n)])
+
     def get(self):
         """A live connection: a free one, a new one, or wait (LIFO) for one."""
         while True:

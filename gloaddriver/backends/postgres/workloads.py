@@ -259,6 +259,9 @@ class PostgresBackend(base.Backend):
             pgpool.forget(item.fd)
             item.conn.close()
         self._ops = self._make_ops()
+        for pool in (self.pool, self.read_pool):
+            if pool is not None:
+                pool.fill(self.config.load.greenlets)
 
     def _session_init(self, item):
         """--session-init tried once before the first op (and the tables checked in the
