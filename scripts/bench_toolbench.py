@@ -6,7 +6,8 @@ private server; each client runs each query for --seconds on --conns connections
 (gloaddriver: --greenlets of that many, the pipelined connector with as many
 connections; its pipelined --decode full once more with the pure-Python row reader,
 GLOADDRIVER_PURE_PYTHON set), the clients' order rotated each round. Prints queries/s per client and
-round, each one's median and its ratio to asyncpg's, and writes the runs as JSON
+round, each one's median and its ratio to asyncpg's, gloaddriver's psycopg2 path over the
+plain loop round by round, and writes the runs as JSON
 (--out, default bench-results/toolbench-DATE-TIME.json).
 
     scripts/bench toolbench --rounds 2 --seconds 3
@@ -30,11 +31,12 @@ PEERS = os.path.join(ROOT, 'scripts', 'peers')
 QUERIES = ('pg_type', 'series', 'bytea', 'arrays')
 BASE = 'asyncpg+uvloop'
 PURE = 'gloaddriver pipelined --decode full, pure Python'
+LOOP = 'gevent+psycopg2 loop'
 
 
 def clients(args):
     return [(BASE, 'peer', 'pg_toolbench_asyncpg.py3', args.peers311),
-            ('gevent+psycopg2 loop', 'peer', 'pg_toolbench_psycopg2.py', args.python),
+            (LOOP, 'peer', 'pg_toolbench_psycopg2.py', args.python),
             ('gloaddriver psycopg2', 'driver', ['--connector', 'psycopg2'], None),
             ('gloaddriver pipelined', 'driver',
              ['--connector', 'pipelined', '--pool-size', str(args.conns)], None),
@@ -44,6 +46,23 @@ def clients(args):
             (PURE, 'driver',
              ['--connector', 'pipelined', '--pool-size', str(args.conns), '--decode', 'full'],
              None)]
+
+
+def paired(runs, name, base):
+    """Print ``name``'s queries/s over ``base``'s of the same round, per query: each
+    round's ratio and their median. Rounds are interleaved, so a pair shares the
+    machine's moment; its ratio is steadier than the ratio of two medians."""
+    got = dict(((x['client'], x['query'], x['round']), x['qps']) for x in runs)
+    rounds = sorted(set(x['round'] for x in runs))
+    cells = []
+    for q in QUERIES:
+        ratios = [got[name, q, r] / got[base, q, r] for r in rounds
+                  if got.get((name, q, r)) and got.get((base, q, r))]
+        if ratios:
+            cells.append('%s %s' % (q, '%.2fx (%s)' % (median(ratios), ' '.join(
+                '%.2f' % v for v in ratios))))
+    if cells:
+        print('%s / %s, round by round: %s' % (name, base, '; '.join(cells)))
 
 
 def chosen(args):
@@ -122,6 +141,7 @@ def main():
                                               '(%.2fx)' % (m / base[q]) if m and base[q]
                                               else '')))
         print('%-50s %s' % (name, ''.join(cells)))
+    paired(runs, 'gloaddriver psycopg2', LOOP)
     write_json(out_path(args.out, 'toolbench'), {'runs': runs, 'conns': args.conns,
                                                  'seconds': args.seconds})
     return 0 if all(x['qps'] for x in runs) else 1
