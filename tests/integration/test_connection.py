@@ -167,8 +167,11 @@ def _sends_per_request(conn, sid, greenlets, per, first=0):
     return (after['sends'] - before['sends']) / (after['requests'] - before['requests'])
 
 
-def test_overlap_splits_chunks_in_halves_of_four_or_more(tarantool, space):
+def test_overlap_splits_chunks_in_halves_of_four_or_more(tarantool, space, monkeypatch):
+    from gloaddriver.backends.tarantool import connection
     from gloaddriver.backends.tarantool.connection import OVERLAP_MIN, Connection
+    # Trains only: no request is sent at once for being one of few in flight.
+    monkeypatch.setattr(connection, 'AT_ONCE_BELOW', 1)
     overlap = connect(tarantool)
     plain = Connection(tarantool.host, tarantool.port, tarantool.user, tarantool.password,
                        overlap=False).connect()
@@ -190,6 +193,22 @@ def test_overlap_splits_chunks_in_halves_of_four_or_more(tarantool, space):
     finally:
         overlap.close()
         plain.close()
+
+
+def test_few_in_flight_are_sent_at_once_many_in_trains(tarantool, space):
+    from gloaddriver.backends.tarantool.connection import AT_ONCE_BELOW
+    conn = connect(tarantool)
+    try:
+        sid = conn.space_id(space)
+        # Fewer callers than AT_ONCE_BELOW: a send per request (asynctnt's way)...
+        few = _sends_per_request(conn, sid, AT_ONCE_BELOW - 2, 300)
+        assert few > 0.9, few
+        # ...many: trains, from the first requests on (the rule looks at what is in
+        # flight, not only at the last tick's most).
+        many = _sends_per_request(conn, sid, 100, 50, 10000)
+        assert many < 0.1, many
+    finally:
+        conn.close()
 
 
 def test_one_request_in_flight_is_taken_without_the_hub_and_the_hub_still_runs(tarantool,

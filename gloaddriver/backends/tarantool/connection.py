@@ -7,7 +7,9 @@ How a request travels (docs/connectors.md says why):
   flush is pending, and parks by switching to the hub. A request that finds
   nothing else in flight is sent at once instead: no reply is due that could
   wake another caller to batch with it, so a wait would only add latency (one
-  greenlet, or the first of a burst; not with --no-overlap, one send per pass);
+  greenlet, or the first of a burst; not with --no-overlap, one send per pass).
+  So is one that finds few in flight while few callers share the connection
+  (AT_ONCE_BELOW): the server works on it while the client wakes the next;
 * that callback sends the whole buffer with one ``send``. No timer is needed
   for batching: every caller woken in one loop pass appends its next request
   before the hub runs its callbacks, so one send carries the whole batch
@@ -97,6 +99,10 @@ class Connection(SharedSocket):
         self._hub_callbacks = getattr(self._hub.loop, '_callbacks', (None,))
         self._wait_alone = _no_wait_alone
         self.alone = 0
+        self._crowd = 0         # the most requests in flight at once this tick
+        # A request that finds fewer in flight is sent at once: AT_ONCE_BELOW while the
+        # last tick's _crowd was low, else 1 (only one that finds nothing in flight).
+        self._at_once_below = AT_ONCE_BELOW
 
     # -- connecting ---------------------------------------------------------
 
@@ -189,16 +195,18 @@ class Connection(SharedSocket):
         self._sync = sync = self._sync + 1
         encode(self._out, sync, *args)
         waiters = self._waiters
-        # Nothing else in flight: no reply is coming that would wake another caller to
-        # batch with, so waiting for the hub would only add latency. Not with
-        # --no-overlap, which keeps one send per loop pass: a request sent alone at the
-        # start would split a closed loop's callers into two trains for good.
-        idle = not waiters and self.overlap
+        inflight = len(waiters)
+        if inflight > self._crowd:
+            self._crowd = inflight
         waiters[sync] = getcurrent()
         self.requests += 1
-        if idle:
+        # Sent now, not with the train the next hub pass sends, when nothing else is in
+        # flight, or few are and few callers share the connection (AT_ONCE_BELOW). Not
+        # with --no-overlap, which keeps one send per loop pass: a request sent alone at
+        # the start would split a closed loop's callers into two trains for good.
+        if inflight < self._at_once_below and self.overlap:
             self._flush()
-            if not self._hub_callbacks:
+            if not inflight and not self._hub_callbacks:
                 # The only request in flight and nothing else ready to run: the
                 # single-waiter path (Connection._alone) skips the hub's round.
                 r = self._wait_alone(sync)
@@ -222,12 +230,14 @@ class Connection(SharedSocket):
                           P.SYNC, 0xcf, sync)
         out += body
         waiters = self._waiters
-        idle = not waiters and self.overlap   # nothing in flight: send now (rows_request)
+        inflight = len(waiters)
+        if inflight > self._crowd:
+            self._crowd = inflight
         waiters[sync] = getcurrent()
         self.requests += 1
-        if idle:
+        if inflight < self._at_once_below and self.overlap:     # sent now (rows_request)
             self._flush()
-            if not self._hub_callbacks:         # the single-waiter path (rows_request)
+            if not inflight and not self._hub_callbacks:  # the single-waiter path
                 r = self._wait_alone(sync)
                 if r is not _PARK:
                     return r
@@ -505,6 +515,10 @@ class Connection(SharedSocket):
         marks = []
         while not self._closed:
             gevent.sleep(tick)
+            # The most requests in flight at once this tick decide the next: sent at once
+            # while few callers share the connection, in trains when many do.
+            self._at_once_below = AT_ONCE_BELOW if self._crowd < AT_ONCE_BELOW else 1
+            self._crowd = 0
             now = clock()
             marks.append((now, self._sync))
             limit = now - self.timeout
@@ -562,6 +576,18 @@ _HEAD_AFTER_LEN = P._HEAD_AFTER_LEN
 # ops/s (docs/connectors.md, "Overlap"); halves of fewer than 4 would add sends and gain
 # nothing more. --no-overlap keeps one send per loop pass.
 OVERLAP_MIN = 8
+
+
+# While fewer than this many requests were in flight at once in the last sweep tick
+# (0.1 s), a request that finds fewer in flight is sent at once by its caller, not with
+# the train the next hub pass sends. With few callers the server is often idle: a
+# request held for the train waits for the callers woken before it, while sent at once
+# it overlaps them (asynctnt's way). It pays while the client has CPU to spare, a send
+# per op costing about 1.3x the client CPU per op: against trains, here, 10 greenlets
+# 1.0-1.13x the ops/s with a p50 8-15 % lower, 12 level, 14 0.75-0.85x (the
+# 2026-11-26 runs in docs/benchmarks.md). Decided per tick, not per request: at 20
+# greenlets a per-request rule would send alone whenever the others happen to be awake.
+AT_ONCE_BELOW = 12
 
 
 # The single-waiter path (Connection._alone's wait_alone): a poll waits up to
