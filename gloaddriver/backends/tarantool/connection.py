@@ -584,8 +584,8 @@ OVERLAP_MIN = 8
 # request held for the train waits for the callers woken before it, while sent at once
 # it overlaps them (asynctnt's way). It pays while the client has CPU to spare, a send
 # per op costing about 1.3x the client CPU per op: against trains, here, 10 greenlets
-# 1.0-1.13x the ops/s with a p50 8-15 % lower, 12 level, 14 0.75-0.85x (the
-# 2026-11-26 runs in docs/benchmarks.md). Decided per tick, not per request: at 20
+# 1.11-1.18x the ops/s with a p50 13-18 % lower, 12 0.99-1.09x, 14 sent at once
+# 0.75-0.85x (the 2026-11-26 runs in docs/benchmarks.md). Decided per tick, not per request: at 20
 # greenlets a per-request rule would send alone whenever the others happen to be awake.
 AT_ONCE_BELOW = 12
 
