@@ -193,13 +193,19 @@ def test_bench_peers_table_and_json(tmpdir):
         else:
             assert r['added_p50_us'] is None, r
     for r in rows:
-        if r['concurrency'] == 1:
+        if r['concurrency'] == 1 or r['network_per_op'] is None:
             continue
-        # Where the syscall counters work, ops share their sends and receives: one of
-        # each per op unbatched (2 an op), one of each per batch of 10 at best (0.2).
-        # A loaded machine wakes a greenlet late now and then and splits a batch, so the
-        # promise judged is batches of four ops or more on average.
-        assert r['network_per_op'] is None or r['network_per_op'] <= 0.5, r
+        if r['client'] == 'gloaddriver':
+            # 10 callers are few (AT_ONCE_BELOW): a send per op, the replies read in
+            # chunks, so under a receive per op.
+            assert 1.0 <= r['network_per_op'] < 2.0, r
+            continue
+        # Trains (--no-overlap, the hub-driven style, the raw loop): ops share their
+        # sends and receives, one of each per op unbatched (2 an op), one of each per
+        # batch of 10 at best (0.2). A loaded machine wakes a greenlet late now and then
+        # and splits a batch, so the promise judged is batches of four ops or more on
+        # average.
+        assert r['network_per_op'] <= 0.5, r
 
 
 def test_bench_revisions_table_and_json(tmpdir):

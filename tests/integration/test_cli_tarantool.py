@@ -41,8 +41,11 @@ def test_seed_scenario_runs_every_phase_and_accounts_every_op(tarantool, space, 
             # tarantool-python: one send and two or three recvs per request
             assert all(2.5 <= n <= 6.0 for n in net), net
         else:
-            assert all(n < 1.0 for n in net), net
-            assert all(p['batching']['requests_per_send'] > 1.5 for p in res['phases'])
+            # 10 greenlets are few callers (AT_ONCE_BELOW): a send per op, the replies
+            # read in chunks, so under a receive per op. (Trains: test_connection.)
+            assert all(1.0 <= n < 2.0 for n in net), net
+            assert all(0.9 <= p['batching']['requests_per_send'] <= 1.0
+                       for p in res['phases'])
 
 
 def open_json_text(res):
