@@ -248,8 +248,10 @@ def test_old_leader_with_rows_nobody_else_has_comes_back_rebootstrapped(started)
     finally:
         conn.close()
     rs.kill('leader')
+    positions = [rs._position(r) for r in (r1, r2)]     # said if the next line fails
     old, new = rs.promote()
-    assert old is leader and new is r1   # equal positions: the first in start order
+    # equal positions: the first in start order
+    assert old is leader and new is r1, (positions, [r.label for r in (old, new)])
     wait_for('r2 follows the new leader',
              lambda: rs._info(r2).follows(new.instance_id))
     conn = connect(rs, new)

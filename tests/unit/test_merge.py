@@ -129,7 +129,9 @@ def test_per_op_blocks_of_a_mix_merge():
 
 
 def test_timelines_merge_row_by_row():
-    a, b = shards('--ops', '0', '--duration', '0.2', '--interval', '0.05', '--phases', 'select')
+    # 12 rows of 0.05 s each when the machine is quiet; a busy one delays the ticker, and
+    # rows stretch. What is judged needs several rows a shard, not how many.
+    a, b = shards('--ops', '0', '--duration', '0.6', '--interval', '0.05', '--phases', 'select')
     ta, tb = a['phases'][0]['timeline'], b['phases'][0]['timeline']
     assert len(ta) >= 3 and len(tb) >= 3
     (p,) = results.merge([a, b])['phases']
