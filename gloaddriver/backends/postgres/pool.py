@@ -241,7 +241,7 @@ class Pool(object):
         def one():
             try:
                 item = self.connect()
-            except errors.OpError:
+            except errors.GloadError:   # down, refused, or its setup failed: left to the op
                 self.created -= 1
                 return
             self._free.put(item)
