@@ -1,7 +1,9 @@
 """The IPROTO reply parser (backends/tarantool/replies.py), the one the connection's
-reader and its login both use, fed byte streams split everywhere."""
+reader and its login both use, fed byte streams split everywhere, through both of its
+readers: the compiled one (_replycut.c) and msgpack's."""
 from __future__ import absolute_import, division, print_function
 
+import os
 import struct
 
 import msgpack
@@ -9,7 +11,22 @@ import pytest
 
 from gloaddriver import errors
 from gloaddriver.backends.tarantool import protocol as P
+from gloaddriver.backends.tarantool import replies
 from gloaddriver.backends.tarantool.replies import ReplyParser
+
+COMPILED = replies.CUT
+
+
+@pytest.fixture(autouse=True, params=['compiled', 'msgpack'])
+def reader(request, monkeypatch):
+    """Every test here runs through both readers, as the connection's parser holds them."""
+    if request.param == 'compiled' and COMPILED is None:
+        pytest.fail('the compiled reply cutter is not built in this environment (setup.py '
+                    'builds it; GLOADDRIVER_PURE_PYTHON turns it off)'
+                    if not os.environ.get('GLOADDRIVER_PURE_PYTHON') else
+                    'GLOADDRIVER_PURE_PYTHON is set: no compiled reader to test')
+    monkeypatch.setattr(replies, 'CUT', COMPILED if request.param == 'compiled' else None)
+    return request.param
 
 
 def frame(header, body_bytes):
@@ -60,6 +77,12 @@ STREAM = b''.join([
     reply(6, {P.DATA: [[u'x' * 300]]}),
     reply(7, {P.SQL_INFO: {P.SQL_INFO_ROW_COUNT: 1}}),
     reply(2 ** 40, {P.DATA: [[2]]}),
+    # Forms no server writes, yet msgpack: a uint16 length prefix, a header with a text
+    # value (the compiled reader hands the stream to msgpack's from the first of them).
+    b'\xcd' + struct.pack('>H', 6) + msgpack.packb({P.REQUEST_TYPE: P.OK, P.SYNC: 8}) +
+    b'\x80',
+    frame({P.REQUEST_TYPE: P.OK, P.SYNC: 9, 0x7f: u'x'}, msgpack.packb({P.DATA: [[9]]})),
+    reply(10, {P.DATA: [[10]]}),
 ])
 EXPECTED = [
     (1, P.OK, ('rows', [[1, u'caf\xe9', b'\x00\xff']])),
@@ -71,6 +94,9 @@ EXPECTED = [
     (6, P.OK, ('rows', [[u'x' * 300]])),
     (7, P.OK, ('rows', {P.SQL_INFO: {P.SQL_INFO_ROW_COUNT: 1}})),
     (2 ** 40, P.OK, ('rows', [[2]])),
+    (8, P.OK, ('rows', {})),
+    (9, P.OK, ('rows', [[9]])),
+    (10, P.OK, ('rows', [[10]])),
 ]
 
 
@@ -101,6 +127,16 @@ def test_a_reply_comes_out_with_the_feed_that_completes_it():
     assert parser.feed(first[:-1]) == []
     assert seen(parser.feed(first[-1:] + reply(2, {P.DATA: [[2]]})[:3])) == \
         [(1, P.OK, ('rows', [[1]]))]
+
+
+def test_the_compiled_reader_keeps_the_stream_a_server_writes(reader):
+    parser = ReplyParser('test')
+    data = STREAM[:STREAM.index(b'\xcd')]
+    for cut in (5, 40, 41, 42, len(data)):      # partial prefixes, headers and bodies
+        got = parser.feed(data[:cut])
+        data = data[cut:]
+        assert all(s in (1, 2, 3, 4, 5, 6, 7, 2 ** 40) for s, _c, _b in got)
+    assert (parser._cut is not None) == (reader == 'compiled')
 
 
 def test_many_replies_in_one_chunk():

@@ -1,0 +1,262 @@
+/* The compiled fast path of replies.ReplyParser: IPROTO frames to replies.
+ *
+ * Optional: setup.py builds it where a C compiler and the interpreter's headers are
+ * at hand; replies.ReplyParser uses it when it is there (and GLOADDRIVER_PURE_PYTHON
+ * is not set) and reads with msgpack alone when it is not. Both give the same replies
+ * for the same bytes: tests/unit/test_replies.py runs every case through both.
+ *
+ * cut(data, start, rows, error, out) -> (end, need, stuck)
+ *   data   a buffer (the reader's memoryview slice, or bytes): read in place
+ *   start  where a frame begins in data
+ *   rows   protocol.Rows (a bytes subclass): the body of an OK or CHUNK reply
+ *   error  error(code, body bytes) -> the exception of an error reply
+ *   out    the list each reply (sync, code, body) is appended to
+ * Reads frames from start while they are whole and of the form a server writes: a
+ * length prefix 0xce + uint32, a header that is a fixmap of positive fixint keys to
+ * unsigned integers with REQUEST_TYPE (0) and SYNC (1) among them. Returns where it
+ * stopped (end), the length of the frame there when its prefix is whole (need, else
+ * 0), and whether that frame is of another form (stuck: the msgpack reader takes the
+ * stream over from end, and gives the same replies or the same ProtocolError).
+ * An empty result's body (EMPTY_BODIES) is [], as the Python reader gives.
+ *
+ * One source for CPython 2.7 and 3.x: the few calls that differ are the macros below.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#if PY_MAJOR_VERSION >= 3
+#define BYTES_FROM(p, n) PyBytes_FromStringAndSize((const char *)(p), (n))
+#define BYTES_OBJECT PyBytesObject
+#define BYTES_STRING(o) PyBytes_AS_STRING(o)
+#define BYTES_TYPE PyBytes_Type
+#else
+#define BYTES_FROM(p, n) PyString_FromStringAndSize((const char *)(p), (n))
+#define BYTES_OBJECT PyStringObject
+#define BYTES_STRING(o) PyString_AS_STRING(o)
+#define BYTES_TYPE PyString_Type
+#endif
+
+#define REQUEST_TYPE 0x00
+#define SYNC 0x01
+#define OK 0x00
+#define CHUNK 0x80
+
+static PyObject *uint_object(unsigned PY_LONG_LONG v)
+{
+#if PY_MAJOR_VERSION < 3
+    if (v <= (unsigned PY_LONG_LONG)LONG_MAX)
+        return PyInt_FromLong((long)v);
+#endif
+    return PyLong_FromUnsignedLongLong(v);
+}
+
+/* An unsigned msgpack integer at p (at most left bytes): its size, 0 if it is not
+ * one, -1 if it goes past left. */
+static Py_ssize_t read_uint(const unsigned char *p, Py_ssize_t left,
+                            unsigned PY_LONG_LONG *v)
+{
+    Py_ssize_t size, k;
+    if (left < 1)
+        return -1;
+    if (p[0] < 0x80) {
+        *v = p[0];
+        return 1;
+    }
+    switch (p[0]) {
+    case 0xcc: size = 1; break;
+    case 0xcd: size = 2; break;
+    case 0xce: size = 4; break;
+    case 0xcf: size = 8; break;
+    default: return 0;
+    }
+    if (left < size + 1)
+        return -1;
+    *v = 0;
+    for (k = 1; k <= size; k++)
+        *v = (*v << 8) | p[k];
+    return size + 1;
+}
+
+/* A Rows of n bytes at p, made as bytes' own constructor makes a subclass's: the
+ * type's allocation, the bytes copied in, the hash not yet known. */
+static PyObject *make_rows(PyTypeObject *rows, const unsigned char *p, Py_ssize_t n)
+{
+    PyObject *o;
+    if (rows->tp_itemsize != 1 || rows->tp_basicsize != BYTES_TYPE.tp_basicsize) {
+        PyObject *b = BYTES_FROM(p, n), *r;    /* a subclass that adds fields: its own call */
+        if (b == NULL)
+            return NULL;
+        r = PyObject_CallFunctionObjArgs((PyObject *)rows, b, NULL);
+        Py_DECREF(b);
+        return r;
+    }
+    o = rows->tp_alloc(rows, n);
+    if (o == NULL)
+        return NULL;
+    memcpy(BYTES_STRING(o), p, n);
+    BYTES_STRING(o)[n] = '\0';
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    ((BYTES_OBJECT *)o)->ob_shash = -1;
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+    return o;
+}
+
+static int empty_body(const unsigned char *p, Py_ssize_t n)
+{
+    static const unsigned char long_form[7] = {0x81, 0x30, 0xdd, 0, 0, 0, 0};
+    static const unsigned char short_form[3] = {0x81, 0x30, 0x90};
+    return (n == 7 && memcmp(p, long_form, 7) == 0) ||
+           (n == 3 && memcmp(p, short_form, 3) == 0);
+}
+
+static PyObject *cut(PyObject *self, PyObject *args)
+{
+    PyObject *data, *rows, *error, *out, *reply = NULL;
+    Py_ssize_t pos, len, need = 0;
+    int stuck = 0;
+    Py_buffer view;
+    const unsigned char *buf;
+
+    if (!PyArg_ParseTuple(args, "OnOOO!", &data, &pos, &rows, &error, &PyList_Type, &out))
+        return NULL;
+    if (!PyType_Check(rows)) {
+        PyErr_SetString(PyExc_TypeError, "rows must be a type");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    buf = (const unsigned char *)view.buf;
+    len = view.len;
+    if (pos < 0 || pos > len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "start is outside the data");
+        return NULL;
+    }
+    while (pos < len) {
+        const unsigned char *p = buf + pos, *end;
+        Py_ssize_t size, n, k;
+        unsigned PY_LONG_LONG key, value, code = 0, sync = 0;
+        int has_code = 0, has_sync = 0, whole, bad;
+        PyObject *body, *s, *c;
+
+        if (p[0] != 0xce) {
+            stuck = 1;
+            break;
+        }
+        if (len - pos < 5)
+            break;
+        size = ((Py_ssize_t)p[1] << 24) | ((Py_ssize_t)p[2] << 16) |
+               ((Py_ssize_t)p[3] << 8) | (Py_ssize_t)p[4];
+        whole = len - pos - 5 >= size;
+        end = whole ? p + 5 + size : buf + len;    /* the frame's bytes at hand */
+        p += 5;
+        /* The header: a fixmap of positive fixint keys to unsigned integers. ``bad``:
+         * a byte of another form (-1: the bytes at hand end first). */
+        bad = -1;
+        if (p < end) {
+            bad = (p[0] & 0xf0) != 0x80;
+            n = p[0] & 0x0f;
+            p++;
+            for (k = 0; !bad && k < n; k++) {
+                Py_ssize_t used;
+                if (p >= end) {
+                    bad = -1;
+                    break;
+                }
+                if (p[0] >= 0x80) {
+                    bad = 1;
+                    break;
+                }
+                key = p[0];
+                used = read_uint(p + 1, end - p - 1, &value);
+                if (used <= 0) {
+                    bad = used == 0 ? 1 : -1;
+                    break;
+                }
+                p += 1 + used;
+                if (key == REQUEST_TYPE) {
+                    code = value;
+                    has_code = 1;
+                } else if (key == SYNC) {
+                    sync = value;
+                    has_sync = 1;
+                }
+            }
+        }
+        if (!whole) {
+            /* Wait for the rest, unless what is here already is of another form: the
+             * msgpack reader would say so now. */
+            if (bad == 1)
+                stuck = 1;
+            else
+                need = size + 5;
+            break;
+        }
+        if (bad || !has_code || !has_sync) {
+            stuck = 1;
+            break;
+        }
+        s = uint_object(sync);
+        c = uint_object(code);
+        if (s == NULL || c == NULL)
+            body = NULL;
+        else if (code == OK || code == CHUNK)
+            body = empty_body(p, end - p) ? PyList_New(0)
+                                          : make_rows((PyTypeObject *)rows, p, end - p);
+        else {
+            PyObject *raw = BYTES_FROM(p, end - p);
+            body = raw == NULL ? NULL : PyObject_CallFunctionObjArgs(error, c, raw, NULL);
+            Py_XDECREF(raw);
+        }
+        reply = body == NULL ? NULL : PyTuple_New(3);
+        if (reply == NULL) {
+            Py_XDECREF(s);
+            Py_XDECREF(c);
+            Py_XDECREF(body);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(reply, 0, s);
+        PyTuple_SET_ITEM(reply, 1, c);
+        PyTuple_SET_ITEM(reply, 2, body);
+        if (PyList_Append(out, reply) < 0)
+            goto fail;
+        Py_CLEAR(reply);
+        pos = end - buf;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("nnO", pos, need, stuck ? Py_True : Py_False);
+fail:
+    Py_XDECREF(reply);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"cut", cut, METH_VARARGS,
+     "cut(data, start, rows, error, out) -> (end, need, stuck): the whole IPROTO frames "
+     "of data from start appended to out as (sync, code, body)"},
+    {NULL, NULL, 0, NULL}
+};
+
+#if PY_MAJOR_VERSION >= 3
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_replycut", "IPROTO frames to replies (compiled).", -1, methods,
+    NULL, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC PyInit__replycut(void)
+{
+    return PyModule_Create(&module);
+}
+#else
+PyMODINIT_FUNC init_replycut(void)
+{
+    Py_InitModule3("_replycut", methods, "IPROTO frames to replies (compiled).");
+}
+#endif
