@@ -259,6 +259,20 @@ def test_without_perf_counters_the_report_says_lower_bound(tarantool, space):
     assert 'LOWER BOUND' in out and 'perf_event' not in out.split('\n')[-2]
 
 
+def test_both_reply_readers_read_the_same_results_and_the_manifest_says_which(tarantool):
+    sums = {}
+    for reader, env in (('compiled', None), ('msgpack', {'GLOADDRIVER_PURE_PYTHON': '1'})):
+        space = create_space(tarantool)
+        rc, out, err, res = run_cli(['--space', space, '--ops', '3000', '--greenlets', '20',
+                                     '--checksum'], tarantool, env=env)
+        assert rc == 0, err
+        assert_accounted(res)
+        assert res['manifest']['reply_reader'] == reader
+        assert all(p['ok'] == 3000 for p in res['phases'])
+        sums[reader] = [p['checksum'] for p in res['phases']]
+    assert sums['compiled'] == sums['msgpack'], sums
+
+
 def test_manifest_names_what_the_result_was_measured_with(tarantool, space):
     # the password comes as a flag here (not from the environment) and must
     # show up nowhere: not in the report, the progress lines, nor the JSON

@@ -139,6 +139,7 @@ class Tarantool(base.Kind):
         return dict(base.Kind.manifest(self, config), connector=opts.connector,
                     connections=opts.connections if buffered else config.load.greenlets,
                     overlap=opts.overlap if buffered else None,
+                    reply_reader=_reply_reader() if buffered else None,
                     request={'kind': opts.request[0], 'target': opts.request[1],
                              'args': opts.args or '[]'} if opts.request else None)
 
@@ -208,6 +209,12 @@ def _check_placeholders(sql, fill):
         raise errors.ConfigError('--sql has %d placeholder%s (? or $n) but --args gives %d '
                                  'value%s: %s' % (wanted, '' if wanted == 1 else 's', given,
                                                   '' if given == 1 else 's', sql))
+
+
+def _reply_reader():
+    """What cuts the buffered connector's reply stream: ``compiled`` or ``msgpack``."""
+    from gloaddriver.backends.tarantool.replies import CUT
+    return 'msgpack' if CUT is None else 'compiled'
 
 
 KIND = Tarantool()
