@@ -56,11 +56,12 @@ def seen(replies):
 
 
 def parse(pieces):
-    """Feed ``pieces`` to one parser; every reply that came out, in order."""
-    parser = ReplyParser('test')
+    """Feed ``pieces`` to one parser, through one bound ``feed`` held as the
+    connection's reader holds it; every reply that came out, in order."""
+    feed = ReplyParser('test').feed
     out = []
     for piece in pieces:
-        out += parser.feed(piece)
+        out += feed(piece)
     return seen(out)
 
 

@@ -52,18 +52,17 @@ CUT = _compiled_cut()
 class ReplyParser(object):
     """Cuts a reply stream into replies; ``source`` names the server in messages."""
 
-    __slots__ = ('source', '_feed', '_unpack', '_tell', '_read_bytes', '_state', 'feed',
-                 '_cut', '_pending', '_need')
+    __slots__ = ('source', '_feed', '_unpack', '_tell', '_read_bytes', '_state', '_cut',
+                 '_pending', '_need')
 
     def __init__(self, source='the server'):
         self.source = source
         # The compiled reader while the stream is of the form it reads; ``_pending``:
         # the start of a frame it has not had whole yet, ``_need``: that frame's
         # length once its prefix is in (0 before).
-        self._cut = cut = CUT
+        self._cut = CUT
         self._pending = None
         self._need = 0
-        self.feed = self._feed_msgpack if cut is None else self._feed_cut
         # The length prefix is a msgpack uint32, so the stream is a msgpack stream
         # (length, header, body, ...) and one Unpacker buffers partial frames.
         unpacker = P.new_unpacker()
@@ -77,10 +76,17 @@ class ReplyParser(object):
         # is unpacked again from its start, so its size is measured from there).
         self._state = (0, 0, None, None, 0)
 
-    def _feed_cut(self, data):
-        """``feed`` through the compiled reader: every reply that ``data`` completes, in
-        stream order, a list of ``(sync, code, body)`` (the module's docstring says what
-        body is). One call per chunk, one C call in it."""
+    def feed(self, data):
+        """Every reply that ``data`` completes, in stream order: a list of
+        ``(sync, code, body)`` (the module's docstring says what body is).
+
+        The per-chunk call of every run: the compiled reader's one C call, or
+        msgpack's loop once it has taken the stream over (or where it is not built).
+        Callers hold this bound method, so the choice is made here, per call.
+        """
+        cut = self._cut
+        if cut is None:
+            return self._feed_msgpack(data)
         replies = []
         start = 0
         pending = self._pending
@@ -90,7 +96,7 @@ class ReplyParser(object):
             need = self._need
             start = need - len(pending) if need else len(data)
             pending += data[:start]
-            end, need, stuck = self._cut(pending, 0, P.Rows, self._error, replies)
+            end, need, stuck = cut(pending, 0, P.Rows, self._error, replies)
             if stuck:
                 self._pending = None
                 return replies + self._take_over(pending[end:], data[start:])
@@ -100,7 +106,7 @@ class ReplyParser(object):
                 self._pending, self._need = pending, need
                 return replies
             self._pending, self._need = None, 0
-        end, need, stuck = self._cut(data, start, P.Rows, self._error, replies)
+        end, need, stuck = cut(data, start, P.Rows, self._error, replies)
         if stuck:
             return replies + self._take_over(data[end:])
         if end < len(data):
@@ -110,7 +116,6 @@ class ReplyParser(object):
     def _take_over(self, *pieces):
         """The msgpack reader from here on: a frame of a form the compiled one does
         not read (``pieces``: the stream from that frame's start)."""
-        self.feed = self._feed_msgpack
         self._cut = None
         rest = bytearray()
         for piece in pieces:
@@ -118,12 +123,9 @@ class ReplyParser(object):
         return self._feed_msgpack(bytes(rest))
 
     def _feed_msgpack(self, data):
-        """``feed`` through msgpack alone: every reply that ``data`` completes, in
-        stream order, a list of ``(sync, code, body)``.
-
-        The per-reply loop where the compiled reader is not built: one call per
-        chunk, no Python call per reply, the names it uses held in locals.
-        """
+        """``feed`` through msgpack alone. The per-reply loop where the compiled reader
+        is not built or has handed over: no Python call per reply, the names it uses
+        held in locals."""
         self._feed(data)
         replies = []
         append = replies.append
