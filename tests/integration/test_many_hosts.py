@@ -137,6 +137,8 @@ def test_the_image_runs_help_and_a_load_against_a_tarantool_on_the_host(tmpdir):
     assert [p['name'] for p in res['phases']] == ['insert', 'select', 'update', 'delete']
     assert all(p['ok'] == 2000 for p in res['phases'])
     assert res['manifest']['interpreter'].startswith('CPython 3.')   # the image's, not ours
+    # The Dockerfile's build stage has a compiler: the replies are cut in C in there too.
+    assert res['manifest']['reply_reader'] == 'compiled'
 
 
 def test_many_hosts_merges_a_swarm_job_of_3_shards_like_3_processes():
