@@ -66,12 +66,12 @@ def cksum(data):
 
 def stamp():
     """What the stamp file holds when the install is current:
-    ``cat setup.cfg setup.py C-SOURCES | cksum | cut -d' ' -f1``, the C sources those
-    of the package (its compiled extension is built at install)."""
+    ``cat setup.cfg setup.py C-SOURCES | cksum | cut -d' ' -f1``, the C sources (and
+    their header) those of the package (its compiled extensions are built at install)."""
     data = b''
     sources = []
     for top, _dirs, files in os.walk(os.path.join(ROOT, 'gloaddriver')):
-        sources.extend(os.path.join(top, f) for f in files if f.endswith('.c'))
+        sources.extend(os.path.join(top, f) for f in files if f.endswith(('.c', '.h')))
     for name in ['setup.cfg', 'setup.py'] + sorted(sources):
         with open(os.path.join(ROOT, name), 'rb') as f:
             data += f.read()

@@ -24,6 +24,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../compiled_module.h"
 #include <string.h>
 
 #if PY_MAJOR_VERSION >= 3
@@ -319,26 +320,6 @@ fail:
     return NULL;
 }
 
-static PyMethodDef methods[] = {
-    {"decode", decode, METH_VARARGS,
-     "decode(data, kinds, decoders[, start, end]) -> the DataRow messages of "
-     "data[start:end] as a list of tuples"},
-    {NULL, NULL, 0, NULL}
-};
-
-#if PY_MAJOR_VERSION >= 3
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_rowdecode", "DataRow messages to tuples (compiled).", -1, methods,
-    NULL, NULL, NULL, NULL
-};
-
-PyMODINIT_FUNC PyInit__rowdecode(void)
-{
-    return PyModule_Create(&module);
-}
-#else
-PyMODINIT_FUNC init_rowdecode(void)
-{
-    Py_InitModule3("_rowdecode", methods, "DataRow messages to tuples (compiled).");
-}
-#endif
+COMPILED_MODULE(_rowdecode, "DataRow messages to tuples (compiled).", decode,
+                "decode(data, kinds, decoders[, start, end]) -> the DataRow messages of "
+                "data[start:end] as a list of tuples")

@@ -21,7 +21,6 @@ reads every row in one C loop, with no Python call but a column decoder's.
 from __future__ import absolute_import, division, print_function
 
 import datetime
-import os
 import struct
 import uuid
 from operator import itemgetter
@@ -29,6 +28,7 @@ from operator import itemgetter
 import psycopg2.extensions
 import psycopg2.tz
 
+from gloaddriver.backends.compiled import optional
 from gloaddriver.py23 import PY2
 
 _h, _i, _q, _I, _d = (struct.Struct(f) for f in ('!h', '!i', '!q', '!I', '!d'))
@@ -376,11 +376,8 @@ def _one_row(data, pos, decoders):
 
 def _compiled_reader():
     """The compiled reader's decode_rows, or None (not built here, or not wanted)."""
-    if os.environ.get('GLOADDRIVER_PURE_PYTHON'):
-        return None
-    try:
-        from gloaddriver.backends.postgres._rowdecode import decode
-    except ImportError:
+    decode = optional('gloaddriver.backends.postgres._rowdecode', 'decode')
+    if decode is None:
         return None
 
     def decode_rows_compiled(data, columns=None, start=0, end=None):

@@ -23,6 +23,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../compiled_module.h"
 #include <string.h>
 
 #if PY_MAJOR_VERSION >= 3
@@ -237,26 +238,6 @@ fail:
     return NULL;
 }
 
-static PyMethodDef methods[] = {
-    {"cut", cut, METH_VARARGS,
-     "cut(data, start, rows, error, out) -> (end, need, stuck): the whole IPROTO frames "
-     "of data from start appended to out as (sync, code, body)"},
-    {NULL, NULL, 0, NULL}
-};
-
-#if PY_MAJOR_VERSION >= 3
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_replycut", "IPROTO frames to replies (compiled).", -1, methods,
-    NULL, NULL, NULL, NULL
-};
-
-PyMODINIT_FUNC PyInit__replycut(void)
-{
-    return PyModule_Create(&module);
-}
-#else
-PyMODINIT_FUNC init_replycut(void)
-{
-    Py_InitModule3("_replycut", methods, "IPROTO frames to replies (compiled).");
-}
-#endif
+COMPILED_MODULE(_replycut, "IPROTO frames to replies (compiled).", cut,
+                "cut(data, start, rows, error, out) -> (end, need, stuck): the whole IPROTO frames "
+                "of data from start appended to out as (sync, code, body)")

@@ -28,25 +28,12 @@ frame of any other form, so both give the same replies and the same errors.
 """
 from __future__ import absolute_import, division, print_function
 
-import os
-
 import msgpack
 
+from gloaddriver.backends.compiled import optional
 from gloaddriver.backends.tarantool import protocol as P
 
-
-def _compiled_cut():
-    """``_replycut.cut``, or None (not built here, or not wanted)."""
-    if os.environ.get('GLOADDRIVER_PURE_PYTHON'):
-        return None
-    try:
-        from gloaddriver.backends.tarantool._replycut import cut
-    except ImportError:
-        return None
-    return cut
-
-
-CUT = _compiled_cut()
+CUT = optional('gloaddriver.backends.tarantool._replycut', 'cut')   # or None
 
 
 class ReplyParser(object):
