@@ -139,11 +139,12 @@ def test_environment_helper_command_line():
     out, err = p.communicate()
     assert p.returncode == 1 and out == b'' and b'not found' in err
     assert envs.venv_dir('3.11') == os.path.join(ROOT, '.venv', 'py311')
-    # the stamp is what the shell version wrote, with the package's C sources after:
-    # cat setup.cfg setup.py C-SOURCES | cksum
+    # the stamp is what the shell version wrote, with the package's C sources (and
+    # their header) after: cat setup.cfg setup.py C-SOURCES | cksum
     if which('cksum'):
         shell_sum = subprocess.check_output(
-            'cat setup.cfg setup.py $(find gloaddriver -name "*.c" | LC_ALL=C sort) | cksum',
+            'cat setup.cfg setup.py $(find gloaddriver -name "*.c" -o -name "*.h" | '
+            'LC_ALL=C sort) | cksum',
             shell=True, cwd=ROOT)
         assert envs.stamp() == shell_sum.decode().split()[0]
     assert envs.cksum(b'') == 4294967295 and envs.cksum(b'123456789') == 930766865
