@@ -22,7 +22,7 @@ connection drops the socket; at login it means the server does not speak IPROTO)
 
 Two readers, one parser: the compiled one (``_replycut.c``, where setup.py could build
 it, unless GLOADDRIVER_PURE_PYTHON is set) cuts the frames a server writes (a 0xce
-length, a header of integers) straight into replies, about a fifth of the msgpack
+length, a header of integers) straight into replies, a sixth or less of the msgpack
 reader's cost per reply; the msgpack reader takes the stream over for good at the first
 frame of any other form, so both give the same replies and the same errors.
 """
