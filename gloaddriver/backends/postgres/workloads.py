@@ -119,6 +119,15 @@ def statement_runner(pool, deadlines, password):
     return run
 
 
+# pg_stat_activity's rows, read from the function the view is built on: the view joins two
+# catalogs, and planning that join made a sample cost the server under test 300 us of
+# CPU; this costs 120 (measured on PostgreSQL 15). Twenty samples a second.
+PEAK_SAMPLE = ("SELECT count(*) FROM pg_stat_get_activity(NULL) WHERE datid = "
+               "(SELECT oid FROM pg_database WHERE datname = current_database()) "
+               "AND backend_type = 'client backend' AND pid <> pg_backend_pid() "
+               "AND application_name <> %s")
+
+
 class PeakMonitor(object):
     """Samples this database's client backends (pg_stat_activity) every 50 ms."""
 
@@ -142,10 +151,7 @@ class PeakMonitor(object):
                 gevent.sleep(0.2)
                 continue
             try:
-                self._item.cur.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND backend_type = 'client backend' AND pid <> pg_backend_pid() "
-                    "AND application_name <> %s", (pgpool.MONITOR_NAME,))
+                self._item.cur.execute(PEAK_SAMPLE, (pgpool.MONITOR_NAME,))
                 n = self._item.cur.fetchone()[0]
                 if n > self.peak:
                     self.peak = n
