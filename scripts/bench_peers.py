@@ -99,6 +99,20 @@ def from_driver(result):
     return out
 
 
+def pin(args, server):
+    """--pin: the server's processes and threads on the first CPU, this process (and so
+    every client it starts from now on) on the second: at concurrency 1 the client and
+    the server take turns, and no turn then waits for the other's CPU or moves a
+    process."""
+    if not args.pin:
+        return
+    from gloaddriver.measure import procfs
+    for pid in sorted(procfs.family(server.proc.pid) or [server.proc.pid]):   # its children too
+        subprocess.check_call(['taskset', '-a', '-p', '-c', '0', str(pid)],
+                              stdout=subprocess.PIPE)
+    subprocess.check_call(['taskset', '-p', '-c', '1', str(os.getpid())], stdout=subprocess.PIPE)
+
+
 # -- Tarantool -------------------------------------------------------------------------
 
 BLOCKING = 'blocking socket loop'
@@ -136,6 +150,7 @@ def run_tarantool(args, say):
     phases = ['insert', 'select', 'update', 'delete']
     conc = [int(x) for x in args.concurrency.split(',')]
     with TarantoolServer(wal_mode='none') as server:
+        pin(args, server)
         admin = Connection(server.host, server.port, server.user, server.password).connect()
         n = 0
         for r in range(args.rounds):
@@ -226,6 +241,7 @@ def run_postgres(args, say):
     runs = []
     n = args.pg_conns
     with PostgresServer() as server:
+        pin(args, server)    # its backends, forked later, inherit the postmaster's CPU
         dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable' % (
             server.port, server.database, server.user)
         common = ['--backend', 'postgres', '--dsn', dsn, '--table', 'kv', '--value-size', '16']
@@ -367,8 +383,14 @@ def main():
     ap.add_argument('--no-syscalls', action='store_true',
                     help='count no syscalls (net/op shows -): the tracepoint counters cost '
                     'each syscall something, which weighs on the clients that make more')
+    ap.add_argument('--pin', action='store_true',
+                    help='the server on CPU 0, every client on CPU 1, so that no process '
+                    'moves between CPUs (needs 2 CPUs and taskset; docs/benchmarks.md has '
+                    'what it changed here)')
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
+    if args.pin and os.sysconf('SC_NPROCESSORS_ONLN') < 2:
+        ap.error('--pin needs 2 CPUs')
     for k in ('python', 'python27', 'peers311', 'peers27'):   # adapters run elsewhere
         setattr(args, k, os.path.abspath(getattr(args, k)))
     args.extra = args.extra.split()
@@ -392,10 +414,11 @@ def main():
     rows = summarize(runs)
     print('bench-peers %s, %d cores, %d rounds interleaved; Tarantool: %s ops per phase '
           '(%s at concurrency 1), %d-byte values, wal_mode=none, one connection; PostgreSQL: '
-          'kv point selects, %d connections, %s ops' % (
+          'kv point selects, %d connections, %s ops%s' % (
               started, os.sysconf('SC_NPROCESSORS_ONLN'), args.rounds, '{:,}'.format(args.ops),
               '{:,}'.format(args.ops_1), args.value_size, args.pg_conns,
-              '{:,}'.format(args.pg_ops)))
+              '{:,}'.format(args.pg_ops),
+              '; --pin: each server on CPU 0, the clients on CPU 1' if args.pin else ''))
     print_table(rows)
     print('ops/s: median over rounds (range); p50us, p99us: median over rounds of each '
           "phase's median and p99 op latency (each client times its own ops); +p50us: the "

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 
 from gloaddriver.backends.spawn import which
 from tests.integration.conftest import ROOT
@@ -209,6 +210,48 @@ def test_bench_peers_table_and_json(tmpdir):
         assert r['network_per_op'] <= 0.5, r
 
 
+@pytest.mark.skipif(os.sysconf('SC_NPROCESSORS_ONLN') < 2, reason='--pin needs 2 CPUs')
+def test_bench_peers_pin_puts_the_server_and_the_clients_on_separate_cpus():
+    # pin() in a process of its own (it pins the process that calls it): a real
+    # PostgreSQL, whose backends fork after the pin and must inherit its CPU too.
+    code = """
+from __future__ import print_function
+import os, subprocess, sys
+sys.path[:0] = [os.path.join(%r, 'scripts'), %r]
+import psycopg2
+import bench_peers
+from gloaddriver.backends.postgres.server import PostgresServer
+
+def cpus(pid):
+    out = set()
+    for t in os.listdir('/proc/%%d/task' %% pid):
+        for line in open('/proc/%%d/task/%%s/status' %% (pid, t)):
+            if line.startswith('Cpus_allowed_list:'):
+                out.add(line.split()[1])
+    return sorted(out)
+
+class Args(object):
+    pin = True
+with PostgresServer() as server:
+    bench_peers.pin(Args(), server)
+    conn = psycopg2.connect(server.dsn)
+    cur = conn.cursor()
+    cur.execute('SELECT pg_backend_pid()')
+    backend = cur.fetchone()[0]
+    child = subprocess.Popen(['sleep', '5'])
+    print(cpus(server.proc.pid), cpus(backend), cpus(os.getpid()), cpus(child.pid))
+    child.kill()
+    child.wait()
+    conn.close()
+""" % (ROOT, ROOT)
+    p = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=ROOT)
+    out, err = p.communicate()
+    assert p.returncode == 0, err.decode('utf-8', 'replace')
+    # The postmaster, a backend forked after the pin, this process, and a child it starts.
+    assert out.decode().split() == ["['0']"] * 2 + ["['1']"] * 2
+
+
 def test_bench_revisions_table_and_json(tmpdir):
     # The same checkout on both sides: a smoke test of the rounds and the table.
     path = str(tmpdir.join('r.json'))
@@ -227,7 +270,6 @@ def test_bench_revisions_table_and_json(tmpdir):
 
 def test_bench_pgbench_table_and_json(tmpdir):
     if not which('pgbench'):
-        import pytest
         pytest.skip('no pgbench binary')
     path = os.path.join(str(tmpdir), 'pg.json')
     rc, out, err = run('bench_pgbench.py', ['--rounds', '1', '--seconds', '1', '--scale', '1',
