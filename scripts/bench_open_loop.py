@@ -23,12 +23,29 @@ from gloaddriver.backends.tarantool.server import TarantoolServer  # noqa: E402
 
 def run(python, server, args, pause_at=None, pause=0):
     def stall():
+        # pause_at is counted from the phase's first insert, not from the process's start:
+        # on a busy machine the driver can take longer to start than pause_at, and the
+        # stall would then fall before the phase it is meant to be in.
+        first_insert(server)
         time.sleep(pause_at)
         server.pause()
         time.sleep(pause)
         server.resume()
     return driver(python, ['--uri', server.uri, '--user', server.user] + args, server.password,
                   stall if pause_at is not None else None)
+
+
+def first_insert(server, timeout=60.0):
+    """Return once the space has a row (the driver's phase has begun), or after
+    ``timeout`` seconds."""
+    conn = Connection(server.host, server.port, server.user, server.password).connect()
+    try:
+        deadline = time.time() + timeout
+        while not conn.eval(u'return box.space.gloaddriver:len()')[0] and \
+                time.time() < deadline:
+            time.sleep(0.01)
+    finally:
+        conn.close()
 
 
 def truncate(server):
