@@ -19,5 +19,5 @@ def optional(module, name):
         return None
     try:
         return getattr(importlib.import_module(module), name)
-    except ImportError:
+    except (ImportError, AttributeError):    # not built, or built from an older source
         return None

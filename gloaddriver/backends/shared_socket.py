@@ -282,9 +282,7 @@ class SharedSocket(object):
                 sent = 0
             else:
                 self._flush_pending = False
-                return self._lost(self._sock, errors.NetworkError(
-                    'connection to %s at %s lost while sending: %s'
-                    % (self.server, self.address, reason(e))))
+                return self._lost_sending(e)
         if sent:
             self.sends += 1
         if sent < len(data):
@@ -296,6 +294,11 @@ class SharedSocket(object):
             io[1].start(self._writable)
             return
         self._flush_pending = False
+
+    def _lost_sending(self, e):
+        """The socket failed a send with ``e``: it is lost."""
+        self._lost(self._sock, errors.NetworkError('connection to %s at %s lost while sending: %s'
+                                                   % (self.server, self.address, reason(e))))
 
     def _writable(self):
         io = self._io

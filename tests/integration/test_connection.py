@@ -1,12 +1,14 @@
 """The buffered connection against a real Tarantool: data, errors, failure modes."""
 from __future__ import absolute_import, division, print_function
 
+import os
 import time
 
 import gevent
 import pytest
 
 from gloaddriver import errors, workload
+from gloaddriver.backends.tarantool import connection
 from gloaddriver.backends.tarantool.buffered import make_ops
 from tests.integration.conftest import connect
 
@@ -211,10 +213,18 @@ def test_few_in_flight_are_sent_at_once_many_in_trains(tarantool, space):
         conn.close()
 
 
-def test_one_request_in_flight_is_taken_without_the_hub_and_the_hub_still_runs(tarantool,
-                                                                                space):
+@pytest.mark.parametrize('way', ['compiled', 'python'])
+def test_one_request_in_flight_is_taken_without_the_hub_and_the_hub_still_runs(
+        tarantool, space, way, monkeypatch):
     # The single-waiter path: a greenlet alone takes its replies itself, and the hub
-    # still gets its turns (timers, here a 10 ms ticker, run while it does).
+    # still gets its turns (timers, here a 10 ms ticker, run while it does). Both ways:
+    # the compiled call (send, poll, recv, cut), and the flush, poll and parser.
+    if way == 'compiled' and connection.ALONE is None:
+        if os.environ.get('GLOADDRIVER_PURE_PYTHON'):
+            pytest.skip('GLOADDRIVER_PURE_PYTHON is set: no compiled reader to test')
+        pytest.fail('the compiled reply cutter is not built in this environment')
+    if way == 'python':
+        monkeypatch.setattr(connection, 'ALONE', None)
     conn = connect(tarantool)
     ticks = []
 
@@ -228,15 +238,16 @@ def test_one_request_in_flight_is_taken_without_the_hub_and_the_hub_still_runs(t
         ops = make_ops(conn, sid, values)
         t = gevent.spawn(ticker)
         gevent.sleep(0)
-        before, t0 = conn.alone, time.time()
+        before, t0 = conn.stats()['alone'], time.time()
         for k in range(3000):
             assert list(ops['insert'](k)) == [[k, values[k % 100]]]
             (row,) = ops['select'](k)
             assert row == [k, values[k % 100]]
         elapsed = time.time() - t0
         t.kill()
-        taken = conn.alone - before
-        assert taken > 0 and conn.responses >= 6000
+        taken = conn.stats()['alone'] - before
+        assert taken > 0 and conn.stats()['responses'] >= 6000
+        assert (conn.whole > 0) == (way == 'compiled')
         # No timer waits for the ops to end: ticks came all along (a tick late by the
         # machine's load is fine; a hub kept out for the whole loop would give none).
         assert len(ticks) >= elapsed / 0.01 / 4, (len(ticks), elapsed)

@@ -19,23 +19,37 @@
  * stream over from end, and gives the same replies or the same ProtocolError).
  * An empty result's body (EMPTY_BODIES) is [], as the Python reader gives.
  *
+ * alone(...): the single-waiter path's send, wait and read in one call (see below).
+ *
  * One source for CPython 2.7 and 3.x: the few calls that differ are the macros below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "../compiled_module.h"
+#include <errno.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #if PY_MAJOR_VERSION >= 3
 #define BYTES_FROM(p, n) PyBytes_FromStringAndSize((const char *)(p), (n))
 #define BYTES_OBJECT PyBytesObject
 #define BYTES_STRING(o) PyBytes_AS_STRING(o)
 #define BYTES_TYPE PyBytes_Type
+#define INT_OBJECT(n) PyLong_FromSsize_t(n)
 #else
 #define BYTES_FROM(p, n) PyString_FromStringAndSize((const char *)(p), (n))
 #define BYTES_OBJECT PyStringObject
 #define BYTES_STRING(o) PyString_AS_STRING(o)
 #define BYTES_TYPE PyString_Type
+#define INT_OBJECT(n) PyInt_FromSsize_t(n)
+#endif
+
+#ifdef MSG_NOSIGNAL
+#define SEND_FLAGS MSG_NOSIGNAL
+#else
+#define SEND_FLAGS 0
 #endif
 
 #define REQUEST_TYPE 0x00
@@ -116,6 +130,46 @@ static int empty_body(const unsigned char *p, Py_ssize_t n)
            (n == 3 && memcmp(p, short_form, 3) == 0);
 }
 
+/* The header at *pp (the frame's bytes at hand end at end): a fixmap of positive fixint
+ * keys to unsigned integers; *pp is moved past it. Returns 0 when it is read (code and
+ * sync set where their keys are there), 1 when a byte is of another form, -1 when the
+ * bytes at hand end first. */
+static int read_header(const unsigned char **pp, const unsigned char *end,
+                       unsigned PY_LONG_LONG *code, int *has_code,
+                       unsigned PY_LONG_LONG *sync, int *has_sync)
+{
+    const unsigned char *p = *pp;
+    unsigned PY_LONG_LONG key, value;
+    Py_ssize_t n, k, used;
+
+    if (p >= end)
+        return -1;
+    if ((p[0] & 0xf0) != 0x80)
+        return 1;
+    n = p[0] & 0x0f;
+    p++;
+    for (k = 0; k < n; k++) {
+        if (p >= end)
+            return -1;
+        if (p[0] >= 0x80)
+            return 1;
+        key = p[0];
+        used = read_uint(p + 1, end - p - 1, &value);
+        if (used <= 0)
+            return used == 0 ? 1 : -1;
+        p += 1 + used;
+        if (key == REQUEST_TYPE) {
+            *code = value;
+            *has_code = 1;
+        } else if (key == SYNC) {
+            *sync = value;
+            *has_sync = 1;
+        }
+    }
+    *pp = p;
+    return 0;
+}
+
 static PyObject *cut(PyObject *self, PyObject *args)
 {
     PyObject *data, *rows, *error, *out, *reply = NULL;
@@ -141,8 +195,8 @@ static PyObject *cut(PyObject *self, PyObject *args)
     }
     while (pos < len) {
         const unsigned char *p = buf + pos, *end;
-        Py_ssize_t size, n, k;
-        unsigned PY_LONG_LONG key, value, code = 0, sync = 0;
+        Py_ssize_t size;
+        unsigned PY_LONG_LONG code = 0, sync = 0;
         int has_code = 0, has_sync = 0, whole, bad;
         PyObject *body, *s, *c;
 
@@ -157,39 +211,7 @@ static PyObject *cut(PyObject *self, PyObject *args)
         whole = len - pos - 5 >= size;
         end = whole ? p + 5 + size : buf + len;    /* the frame's bytes at hand */
         p += 5;
-        /* The header: a fixmap of positive fixint keys to unsigned integers. ``bad``:
-         * a byte of another form (-1: the bytes at hand end first). */
-        bad = -1;
-        if (p < end) {
-            bad = (p[0] & 0xf0) != 0x80;
-            n = p[0] & 0x0f;
-            p++;
-            for (k = 0; !bad && k < n; k++) {
-                Py_ssize_t used;
-                if (p >= end) {
-                    bad = -1;
-                    break;
-                }
-                if (p[0] >= 0x80) {
-                    bad = 1;
-                    break;
-                }
-                key = p[0];
-                used = read_uint(p + 1, end - p - 1, &value);
-                if (used <= 0) {
-                    bad = used == 0 ? 1 : -1;
-                    break;
-                }
-                p += 1 + used;
-                if (key == REQUEST_TYPE) {
-                    code = value;
-                    has_code = 1;
-                } else if (key == SYNC) {
-                    sync = value;
-                    has_sync = 1;
-                }
-            }
-        }
+        bad = read_header(&p, end, &code, &has_code, &sync, &has_sync);
         if (!whole) {
             /* Wait for the rest, unless what is here already is of another form: the
              * msgpack reader would say so now. */
@@ -238,6 +260,91 @@ fail:
     return NULL;
 }
 
-COMPILED_MODULE(_replycut, "IPROTO frames to replies (compiled).", cut,
-                "cut(data, start, rows, error, out) -> (end, need, stuck): the whole IPROTO frames "
-                "of data from start appended to out as (sync, code, body)")
+/* alone(fd, out, sync, buf, wait_ms, rows) -> body, or the number of bytes read
+ *
+ * The single-waiter path's one call (connection.Connection._alone): send all of ``out``
+ * (a bytearray: the frames not yet sent, the caller's last) on the non-blocking socket
+ * fd, poll it up to wait_ms for the reply, and read what is there into ``buf`` (the
+ * reader's bytearray). Returns:
+ *   the reply's body (rows, or [] for an empty result) when the read is exactly one
+ *     whole frame of the cutter's form, an OK reply to ``sync``: the usual case;
+ *   n > 0 when n bytes were read that are anything else: the caller feeds buf[:n] to
+ *     its parser (which must hold no partial frame: the caller checks);
+ *   0 when nothing was read: no reply within wait_ms, or the socket's end or error,
+ *     which the hub's reader meets again and reports; or ``out`` was sent in part,
+ *     not waited for (the socket's buffer is full): the rest is left in ``out``;
+ *   -errno when nothing could be sent (EAGAIN: the socket's buffer is full): the
+ *     caller's flush sends it when it can, or says the socket is lost, as it would.
+ * What is sent is taken off ``out``'s front. The interpreter lock is released while
+ * it waits. */
+static PyObject *alone(PyObject *self, PyObject *args)
+{
+    PyObject *out, *buf, *rows;
+    unsigned PY_LONG_LONG want, code = 0, sync = 0;
+    int fd, wait_ms, ready, has_code = 0, has_sync = 0;
+    Py_ssize_t len, n = 0, size;
+    ssize_t sent;
+    Py_buffer view;
+    struct pollfd pfd;
+    const unsigned char *p, *end;
+
+    if (!PyArg_ParseTuple(args, "iO!KO!iO", &fd, &PyByteArray_Type, &out, &want,
+                          &PyByteArray_Type, &buf, &wait_ms, &rows))
+        return NULL;
+    len = PyByteArray_GET_SIZE(out);
+    if (len) {
+        sent = send(fd, PyByteArray_AS_STRING(out), (size_t)len, SEND_FLAGS);
+        if (sent < 0)
+            return INT_OBJECT(errno == EWOULDBLOCK ? -EAGAIN : -errno);
+        if (sent < len) {
+            char *data = PyByteArray_AS_STRING(out);
+            memmove(data, data + sent, (size_t)(len - sent));
+            if (PyByteArray_Resize(out, len - sent) < 0)
+                return NULL;
+            return INT_OBJECT(0);
+        }
+        if (PyByteArray_Resize(out, 0) < 0)
+            return NULL;
+    }
+    if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    Py_BEGIN_ALLOW_THREADS
+    ready = poll(&pfd, 1, wait_ms);
+    if (ready > 0) {
+        sent = recv(fd, view.buf, (size_t)view.len, 0);
+        n = sent > 0 ? (Py_ssize_t)sent : 0;
+    }
+    Py_END_ALLOW_THREADS
+    p = (const unsigned char *)view.buf;
+    if (n > 5 && p[0] == 0xce) {
+        size = ((Py_ssize_t)p[1] << 24) | ((Py_ssize_t)p[2] << 16) |
+               ((Py_ssize_t)p[3] << 8) | (Py_ssize_t)p[4];
+        end = p + n;
+        p += 5;
+        if (size == n - 5 && read_header(&p, end, &code, &has_code, &sync, &has_sync) == 0 &&
+                has_code && has_sync && code == OK && sync == want) {
+            PyObject *body = empty_body(p, end - p) ? PyList_New(0)
+                                                    : make_rows((PyTypeObject *)rows, p,
+                                                                end - p);
+            PyBuffer_Release(&view);
+            return body;
+        }
+    }
+    PyBuffer_Release(&view);
+    return INT_OBJECT(n);
+}
+
+static PyMethodDef methods[] = {
+    {"cut", cut, METH_VARARGS,
+     "cut(data, start, rows, error, out) -> (end, need, stuck): the whole IPROTO frames of "
+     "data from start appended to out as (sync, code, body)"},
+    {"alone", alone, METH_VARARGS,
+     "alone(fd, out, sync, buf, wait_ms, rows) -> body or bytes read: the single-waiter "
+     "path's send, wait and read"},
+    {NULL, NULL, 0, NULL}};
+
+COMPILED_MODULE_TABLE(_replycut, "IPROTO frames to replies, and the single-waiter path "
+                      "(compiled).")

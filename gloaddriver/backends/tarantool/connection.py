@@ -16,11 +16,12 @@ How a request travels (docs/connectors.md says why):
   (self-clocking);
 * a request sent alone that finds nothing else ready to run (no hub callback
   queued) takes its reply itself: a plain ``poll`` on the socket, up to 1 ms, and
-  the same parser (``_alone``). One greenlet so pays a send, a poll and a recv
-  per op, as a blocking client does, not a hub round (two switches, a libev pass
-  with its fork check's ``getpid``, a callback). The hub still gets a turn every
-  millisecond (a timer due waits 2 ms at most), and a reply slower than 1 ms is the
-  hub's as always;
+  the same parser (``_alone``); where the compiled reader is built, the send, the
+  poll, the recv and the reply's cut are one C call. One greenlet so pays a send, a
+  poll and a recv per op, as a blocking client does, not a hub round (two switches,
+  a libev pass with its fork check's ``getpid``, a callback). The hub still gets a
+  turn every millisecond (a timer due waits 2 ms at most), and a reply slower than
+  1 ms is the hub's as always;
 * an io watcher's callback, run by the hub, ``recv_into``s a large reusable
   buffer, cuts it into replies and switches to each waiting caller in turn.
   No reader or writer greenlet: a switch to one per chunk and per batch would
@@ -51,6 +52,8 @@ entry as it leaves. So no wake-up lands in a greenlet that has moved on.
 """
 from __future__ import absolute_import, division, print_function
 
+import errno
+import os
 import select
 import socket
 import sys
@@ -62,13 +65,14 @@ from gevent.monkey import get_original
 from gloaddriver import errors
 from gloaddriver.backends.shared_socket import SharedSocket
 from gloaddriver.backends.tarantool import protocol as P
-from gloaddriver.backends.tarantool.replies import ReplyParser
+from gloaddriver.backends.tarantool.replies import ALONE, ReplyParser
 from gloaddriver.py23 import PY2, clock, to_text
 
 
 class Connection(SharedSocket):
     """One socket shared by any number of greenlets (shared_socket.SharedSocket gives
-    the I/O); counters as SharedSocket's, and ``pushes`` and ``schema_fetches``."""
+    the I/O); counters as SharedSocket's (read them from ``stats()``), and ``pushes``,
+    ``schema_fetches`` and ``alone``: replies the single-waiter path took."""
 
     server = 'Tarantool'
 
@@ -97,8 +101,7 @@ class Connection(SharedSocket):
         # empty finds nothing else ready to run. Without it (another gevent loop) the
         # single-waiter path is off: a true tuple never empties.
         self._hub_callbacks = getattr(self._hub.loop, '_callbacks', (None,))
-        self._wait_alone = _no_wait_alone
-        self.alone = 0
+        self.alone = self.whole = 0
         self._crowd = 0         # the most requests in flight at once this tick
         # A request that finds fewer in flight is sent at once: AT_ONCE_BELOW while the
         # last tick's _crowd was low, else 1 (only one that finds nothing in flight).
@@ -205,11 +208,12 @@ class Connection(SharedSocket):
         # with --no-overlap, which keeps one send per loop pass: a request sent alone at
         # the start would split a closed loop's callers into two trains for good.
         if inflight < self._at_once_below and self.overlap:
-            self._flush()
-            if not inflight and not self._hub_callbacks:
+            if inflight or self._hub_callbacks:
+                self._flush()
+            else:
                 # The only request in flight and nothing else ready to run: the
-                # single-waiter path (Connection._alone) skips the hub's round.
-                r = self._wait_alone(sync)
+                # single-waiter path (Connection._alone) sends it and skips the hub's round.
+                r = self._send_alone(sync)
                 if r is not _PARK:
                     return r
         elif not self._flush_pending:
@@ -236,9 +240,10 @@ class Connection(SharedSocket):
         waiters[sync] = getcurrent()
         self.requests += 1
         if inflight < self._at_once_below and self.overlap:     # sent now (rows_request)
-            self._flush()
-            if not inflight and not self._hub_callbacks:  # the single-waiter path
-                r = self._wait_alone(sync)
+            if inflight or self._hub_callbacks:
+                self._flush()
+            else:                                           # the single-waiter path
+                r = self._send_alone(sync)
                 if r is not _PARK:
                     return r
         elif not self._flush_pending:
@@ -349,48 +354,91 @@ class Connection(SharedSocket):
 
     # -- replies and timeouts (in the hub) ------------------------------------
 
-    def _alone(self, sock, raw, buf, view, parse, follow):
-        """The single-waiter path of ``sock`` (``wait_alone``), on the reader's buffer and
+    def _send_alone(self, sync):
+        """Send the request ``sync`` alone in flight (the single-waiter path): until a
+        socket's reader makes its own (``_alone``), a plain flush and a park."""
+        self._flush()
+        return _PARK
+
+    def _alone(self, sock, raw, buf, view, parser, follow):
+        """The single-waiter path of ``sock`` (``send_alone``), on the reader's buffer and
         parser: the bytes it reads are the stream's, whoever reads them."""
         recv_into = raw.recv_into
-        OK, CHUNK = P.OK, P.CHUNK
+        fd = raw.fileno()
+        took = self._taker(sock, view, parser.feed, follow)
+        Rows = P.Rows
         ready = _poll()
-        ready.register(raw.fileno(), _POLLIN)
+        ready.register(fd, _POLLIN)
         poll = ready.poll
         turn_at = [0.0]
 
-        def wait_alone(sync):
-            """The single-waiter path, in the caller: its request, just sent, is the only
-            one in flight and nothing else is ready to run, so a hub round (a switch to
-            the hub, a libev pass with its fork check's getpid, a callback, a switch
-            back) would only add latency. Wait for the socket with a plain poll, up to
-            ALONE_WAIT ms, and take the reply here. Returns the reply's body, or _PARK:
-            no whole reply yet (a slow server, a cut, a partial read), or the hub's turn
-            (it gets one every ALONE_TURN seconds, so a timer due, the ticker's among
-            them, waits 2 ms at most); the caller then parks as any request does, its
-            waiter filed, and all else (timeouts, a lost socket, reconnects) happens in
-            the hub as it always does."""
+        def send_alone(sync):
+            """The single-waiter path, in the caller: its request is the only one in
+            flight and nothing else is ready to run, so a hub round (a switch to the
+            hub, a libev pass with its fork check's getpid, a callback, a switch back)
+            would only add latency. Send it, wait for the socket up to ALONE_WAIT ms,
+            and take the reply here: in one call to the compiled reader's ``alone``
+            (send, poll, recv, the reply cut) where it is built and the parser holds
+            no partial frame, else a flush, a plain poll and the parser. Returns the
+            reply's body, or _PARK: no whole reply yet (a slow server, a cut, a partial
+            read), or the hub's turn (it gets one every ALONE_TURN seconds, so a timer
+            due, the ticker's among them, waits 2 ms at most); the caller then parks
+            as any request does, its waiter filed, and all else (timeouts, a lost
+            socket, reconnects) happens in the hub as it always does."""
             now = clock()
             if now >= turn_at[0] or self._sock is not sock:
                 turn_at[0] = now + ALONE_TURN
+                self._flush()
                 return _PARK
             try:
-                if not poll(ALONE_WAIT):
-                    return _PARK
-            except (OSError, select.error):     # EINTR on 2.7: the hub sees to it
-                return _PARK
+                if ALONE is not None and parser._pending is None and parser._cut is not None:
+                    n = ALONE(fd, self._out, sync, buf, ALONE_WAIT, Rows)
+                    if n.__class__ is not int:      # the usual: its reply, whole, alone
+                        del self._waiters[sync]
+                        self.whole += 1
+                        return n
+                    if n < 0:
+                        return self._not_sent(n)
+                    self.sends += 1
+                    if not n:
+                        if self._out:       # sent in part: the rest when it can go
+                            self._flush()
+                        return _PARK        # the hub's reader reads what there is, if any
+                else:
+                    self._flush()
+                    if self._sock is not sock or not poll(ALONE_WAIT):
+                        return _PARK
+                    n = recv_into(buf)
+                    if not n:
+                        return _PARK        # the hub's reader reads the end and says it
+            except _WAIT_ERRORS:
+                return _PARK        # EINTR on 2.7, or the socket's error: the hub sees to it
             except BaseException:
-                # A signal's exception (KeyboardInterrupt) raised in the poll: the
+                # A signal's exception (KeyboardInterrupt) raised in the wait: the
                 # caller leaves, so its entry goes, as _await_reply's does.
                 self._waiters.pop(sync, None)
                 raise
-            try:
-                n = recv_into(buf)
-            except _SOCKET_ERRORS:
-                return _PARK        # the hub's reader reads the error again and says it
-            if not n:
-                return _PARK        # likewise the end of the stream
             self.recvs += 1
+            return took(n, sync)
+
+        return send_alone
+
+    def _not_sent(self, n):
+        """``ALONE`` could send nothing (-errno): the flush sends it when the socket is
+        writable, or the socket is lost."""
+        if n == -errno.EAGAIN:
+            self._flush()
+        else:
+            self._lost_sending(OSError(-n, os.strerror(-n)))
+        return _PARK
+
+    def _taker(self, sock, view, parse, follow):
+        """took(n, sync) for the single-waiter path of ``sock``: the ``n`` bytes it read
+        into the reader's buffer (``view``), cut into replies: the body of the reply to
+        ``sync``, or _PARK; the others' replies go to their callers."""
+        OK, CHUNK = P.OK, P.CHUNK
+
+        def took(n, sync):
             try:
                 replies = parse(view[:n])
             except P.ProtocolError as e:
@@ -399,12 +447,6 @@ class Connection(SharedSocket):
             count = len(replies)
             self.responses += count
             waiters = self._waiters
-            if count == 1:
-                s, code, body = replies[0]
-                if s == sync and code == OK:    # the usual: its reply, whole, alone
-                    del waiters[s]
-                    self.alone += 1
-                    return body
             mine, error = _PARK, None
             for s, code, body in replies:
                 waiter = waiters.pop(s, None)
@@ -427,8 +469,7 @@ class Connection(SharedSocket):
             if mine is not _PARK:
                 self.alone += 1
             return mine
-
-        return wait_alone
+        return took
 
     def _reader(self, sock, raw):
         """The read watcher's callback for ``sock``: runs in the hub.
@@ -442,13 +483,14 @@ class Connection(SharedSocket):
         buf = bytearray(self.read_buffer)
         view = memoryview(buf)
         size = len(buf)
-        parse = ReplyParser(self.address).feed
+        parser = ReplyParser(self.address)
+        parse = parser.feed
         recv_into = raw.recv_into
         read_some = self._read_some
         overlap = self.overlap
         follow = self.want == 'leader' and len(self.addresses) > 1
         OK, CHUNK = P.OK, P.CHUNK   # locals: used per reply
-        self._wait_alone = self._alone(sock, raw, buf, view, parse, follow)
+        self._send_alone = self._alone(sock, raw, buf, view, parser, follow)
 
         def on_readable():
             waiters = self._waiters
@@ -565,7 +607,13 @@ class Connection(SharedSocket):
                 self._hub.handle_error(g, *sys.exc_info())
 
     def stats(self):
-        return dict(SharedSocket.stats(self), schema_fetches=self.schema_fetches)
+        # A request the compiled single-waiter path took whole (``whole``) made one
+        # send and one recv, and got one reply: counted there once, added here.
+        st = SharedSocket.stats(self)
+        for k in ('sends', 'recvs', 'responses'):
+            st[k] += self.whole
+        st.update(schema_fetches=self.schema_fetches, alone=self.alone + self.whole)
+        return st
 
 
 _pack_head = P._pack_head
@@ -597,13 +645,9 @@ AT_ONCE_BELOW = 12
 ALONE_WAIT = 1
 ALONE_TURN = 0.001
 _PARK = object()
-_SOCKET_ERRORS = (socket.error, OSError)
+_WAIT_ERRORS = (socket.error, OSError, select.error)
 _poll = get_original('select', 'poll')
 _POLLIN = select.POLLIN
-
-
-def _no_wait_alone(sync):
-    return _PARK
 
 
 def _await_reply(hub, waiters, sync):

@@ -34,6 +34,9 @@ from gloaddriver.backends.compiled import optional
 from gloaddriver.backends.tarantool import protocol as P
 
 CUT = optional('gloaddriver.backends.tarantool._replycut', 'cut')   # or None
+# The single-waiter path's send, wait and read in one call (connection.Connection._alone),
+# on the same frames the cutter reads; or None.
+ALONE = CUT and optional('gloaddriver.backends.tarantool._replycut', 'alone')
 
 
 class ReplyParser(object):
