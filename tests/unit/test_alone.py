@@ -8,7 +8,6 @@ from __future__ import absolute_import, division, print_function
 import errno
 import os
 import socket
-import struct
 
 import msgpack
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool import replies
 from gloaddriver.backends.tarantool.replies import ReplyParser
+from tests.unit.test_replies import frame, reply     # frames built apart from the code
 
 ALONE = replies.ALONE
 WAIT_MS = 50
@@ -23,17 +23,6 @@ WAIT_MS = 50
 pytestmark = pytest.mark.skipif(
     ALONE is None and bool(os.environ.get('GLOADDRIVER_PURE_PYTHON')),
     reason='GLOADDRIVER_PURE_PYTHON is set: no compiled reader to test')
-
-
-def frame(header, body_bytes):
-    """A reply frame from its parts, built independently of the code under test."""
-    payload = msgpack.packb(header, use_bin_type=True) + body_bytes
-    return b'\xce' + struct.pack('>I', len(payload)) + payload
-
-
-def reply(sync, body, code=P.OK):
-    return frame({P.REQUEST_TYPE: code, P.SYNC: sync, P.SCHEMA_VERSION: 80},
-                 msgpack.packb(body, use_bin_type=True))
 
 
 @pytest.fixture

@@ -273,8 +273,9 @@ fail:
  *   0 when nothing was read: no reply within wait_ms, or the socket's end or error,
  *     which the hub's reader meets again and reports; or ``out`` was sent in part,
  *     not waited for (the socket's buffer is full): the rest is left in ``out``;
- *   -errno when nothing could be sent (EAGAIN: the socket's buffer is full): the
- *     caller's flush sends it when it can, or says the socket is lost, as it would.
+ *   -errno when nothing could be sent (EAGAIN: the socket's buffer is full, or a
+ *     signal came first): the caller's flush sends it when it can, or says the
+ *     socket is lost, as it would.
  * What is sent is taken off ``out``'s front. The interpreter lock is released while
  * it waits. */
 static PyObject *alone(PyObject *self, PyObject *args)
@@ -291,11 +292,15 @@ static PyObject *alone(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "iO!KO!iO", &fd, &PyByteArray_Type, &out, &want,
                           &PyByteArray_Type, &buf, &wait_ms, &rows))
         return NULL;
+    if (!PyType_Check(rows)) {
+        PyErr_SetString(PyExc_TypeError, "rows must be a type");
+        return NULL;
+    }
     len = PyByteArray_GET_SIZE(out);
     if (len) {
         sent = send(fd, PyByteArray_AS_STRING(out), (size_t)len, SEND_FLAGS);
-        if (sent < 0)
-            return INT_OBJECT(errno == EWOULDBLOCK ? -EAGAIN : -errno);
+        if (sent < 0)   /* EINTR too: nothing was sent, the flush tries again */
+            return INT_OBJECT(errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno);
         if (sent < len) {
             char *data = PyByteArray_AS_STRING(out);
             memmove(data, data + sent, (size_t)(len - sent));
