@@ -7,7 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 import errno
 import os
+import signal
 import socket
+import time
 
 import msgpack
 import pytest
@@ -125,3 +127,41 @@ def test_a_send_to_a_closed_peer_is_its_errno(pair):
     if n == 0:      # the first send may still be taken; the next one is refused
         n = call(client, bytearray(b'req'), 7, bytearray(16))
     assert n in (-errno.EPIPE, -errno.ECONNRESET)
+
+
+def test_a_buffer_exported_elsewhere_is_left_to_the_flush_unsent(pair):
+    client, server = pair
+    out = bytearray(b'req')
+    held = memoryview(out)      # it could not be shortened after a send
+    try:
+        assert call(client, out, 7, bytearray(16)) == -errno.EAGAIN
+        assert out == bytearray(b'req')
+    finally:
+        held.release() if hasattr(held, 'release') else None
+    server.setblocking(False)
+    with pytest.raises(socket.error):
+        server.recv(10)         # nothing went
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_a_signal_in_the_wait_runs_its_handler_and_raises_what_it_raises(pair):
+    client, server = pair
+
+    def handler(_signum, _frame):
+        raise Interrupted()
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        out = bytearray(b'req')
+        t0 = time.time()
+        with pytest.raises(Interrupted):
+            call(client, out, 7, bytearray(16), wait_ms=20000)  # no reply comes
+        # At the signal, not at the wait's end (a wait that went on after it would be).
+        assert time.time() - t0 < 15
+        assert out == bytearray() and server.recv(10) == b'req'
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

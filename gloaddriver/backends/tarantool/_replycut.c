@@ -277,12 +277,13 @@ fail:
  *     signal came first): the caller's flush sends it when it can, or says the
  *     socket is lost, as it would.
  * What is sent is taken off ``out``'s front. The interpreter lock is released while
- * it waits. */
+ * it waits; a signal's handler runs before it returns, and what the handler raises
+ * (KeyboardInterrupt) is raised by the call. */
 static PyObject *alone(PyObject *self, PyObject *args)
 {
     PyObject *out, *buf, *rows;
     unsigned PY_LONG_LONG want, code = 0, sync = 0;
-    int fd, wait_ms, ready, has_code = 0, has_sync = 0;
+    int fd, wait_ms, ready, waited = 0, has_code = 0, has_sync = 0;
     Py_ssize_t len, n = 0, size;
     ssize_t sent;
     Py_buffer view;
@@ -296,11 +297,21 @@ static PyObject *alone(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "rows must be a type");
         return NULL;
     }
+    /* A buffer exported elsewhere cannot be shortened after the send: leave it to the
+     * flush, which replaces it, before anything goes. */
+    if (((PyByteArrayObject *)out)->ob_exports > 0)
+        return INT_OBJECT(-EAGAIN);
     len = PyByteArray_GET_SIZE(out);
     if (len) {
         sent = send(fd, PyByteArray_AS_STRING(out), (size_t)len, SEND_FLAGS);
-        if (sent < 0)   /* EINTR too: nothing was sent, the flush tries again */
-            return INT_OBJECT(errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno);
+        if (sent < 0) {
+            int e = errno;
+            /* A signal first: its handler runs now (a KeyboardInterrupt is raised here,
+             * where the caller takes its waiter out), else the flush tries again. */
+            if (e == EINTR && PyErr_CheckSignals() < 0)
+                return NULL;
+            return INT_OBJECT(e == EWOULDBLOCK || e == EINTR ? -EAGAIN : -e);
+        }
         if (sent < len) {
             char *data = PyByteArray_AS_STRING(out);
             memmove(data, data + sent, (size_t)(len - sent));
@@ -318,11 +329,17 @@ static PyObject *alone(PyObject *self, PyObject *args)
     pfd.revents = 0;
     Py_BEGIN_ALLOW_THREADS
     ready = poll(&pfd, 1, wait_ms);
+    if (ready < 0)
+        waited = errno;
     if (ready > 0) {
         sent = recv(fd, view.buf, (size_t)view.len, 0);
         n = sent > 0 ? (Py_ssize_t)sent : 0;
     }
     Py_END_ALLOW_THREADS
+    if (waited == EINTR && PyErr_CheckSignals() < 0) {   /* as a send's signal, above */
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     p = (const unsigned char *)view.buf;
     if (n > 5 && p[0] == 0xce) {
         size = ((Py_ssize_t)p[1] << 24) | ((Py_ssize_t)p[2] << 16) |
