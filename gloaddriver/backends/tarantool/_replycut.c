@@ -130,6 +130,19 @@ static int empty_body(const unsigned char *p, Py_ssize_t n)
            (n == 3 && memcmp(p, short_form, 3) == 0);
 }
 
+/* The length a frame's 0xce prefix at p gives (its 4 bytes after p[0]). */
+static Py_ssize_t frame_length(const unsigned char *p)
+{
+    return ((Py_ssize_t)p[1] << 24) | ((Py_ssize_t)p[2] << 16) | ((Py_ssize_t)p[3] << 8) |
+           (Py_ssize_t)p[4];
+}
+
+/* The body of an OK or CHUNK reply, n bytes at p: [] for an empty result, else a Rows. */
+static PyObject *ok_body(PyTypeObject *rows, const unsigned char *p, Py_ssize_t n)
+{
+    return empty_body(p, n) ? PyList_New(0) : make_rows(rows, p, n);
+}
+
 /* The header at *pp (the frame's bytes at hand end at end): a fixmap of positive fixint
  * keys to unsigned integers; *pp is moved past it. Returns 0 when it is read (code and
  * sync set where their keys are there), 1 when a byte is of another form, -1 when the
@@ -206,8 +219,7 @@ static PyObject *cut(PyObject *self, PyObject *args)
         }
         if (len - pos < 5)
             break;
-        size = ((Py_ssize_t)p[1] << 24) | ((Py_ssize_t)p[2] << 16) |
-               ((Py_ssize_t)p[3] << 8) | (Py_ssize_t)p[4];
+        size = frame_length(p);
         whole = len - pos - 5 >= size;
         end = whole ? p + 5 + size : buf + len;    /* the frame's bytes at hand */
         p += 5;
@@ -230,8 +242,7 @@ static PyObject *cut(PyObject *self, PyObject *args)
         if (s == NULL || c == NULL)
             body = NULL;
         else if (code == OK || code == CHUNK)
-            body = empty_body(p, end - p) ? PyList_New(0)
-                                          : make_rows((PyTypeObject *)rows, p, end - p);
+            body = ok_body((PyTypeObject *)rows, p, end - p);
         else {
             PyObject *raw = BYTES_FROM(p, end - p);
             body = raw == NULL ? NULL : PyObject_CallFunctionObjArgs(error, c, raw, NULL);
@@ -342,15 +353,12 @@ static PyObject *alone(PyObject *self, PyObject *args)
     }
     p = (const unsigned char *)view.buf;
     if (n > 5 && p[0] == 0xce) {
-        size = ((Py_ssize_t)p[1] << 24) | ((Py_ssize_t)p[2] << 16) |
-               ((Py_ssize_t)p[3] << 8) | (Py_ssize_t)p[4];
+        size = frame_length(p);
         end = p + n;
         p += 5;
         if (size == n - 5 && read_header(&p, end, &code, &has_code, &sync, &has_sync) == 0 &&
                 has_code && has_sync && code == OK && sync == want) {
-            PyObject *body = empty_body(p, end - p) ? PyList_New(0)
-                                                    : make_rows((PyTypeObject *)rows, p,
-                                                                end - p);
+            PyObject *body = ok_body((PyTypeObject *)rows, p, end - p);
             PyBuffer_Release(&view);
             return body;
         }

@@ -49,7 +49,9 @@ class ReplyParser(object):
         self.source = source
         # The compiled reader while the stream is of the form it reads; ``_pending``:
         # the start of a frame it has not had whole yet, ``_need``: that frame's
-        # length once its prefix is in (0 before).
+        # length once its prefix is in (0 before). connection.Connection._alone reads
+        # ``_cut`` and ``_pending`` too: its compiled call may read the stream only at
+        # a frame's start, while the cutter has it.
         self._cut = CUT
         self._pending = None
         self._need = 0
