@@ -22,8 +22,9 @@ class Recorder(object):
         self.encoder = P.Encoder()
         self.frames = []
 
-    def rows_frame(self, code, body):
-        self.frames.append((code, body))
+    def rows_frame(self, code, parts):
+        assert parts.__class__ is tuple and all(p.__class__ is bytes for p in parts)
+        self.frames.append((code, b''.join(parts)))
         return []
 
     def rows_request(self, encode, *args):

@@ -38,12 +38,18 @@
 #define BYTES_STRING(o) PyBytes_AS_STRING(o)
 #define BYTES_TYPE PyBytes_Type
 #define INT_OBJECT(n) PyLong_FromSsize_t(n)
+#define INT_AS_LONG(o) PyLong_AsLong(o)
+#define INT_AS_ULL(o) PyLong_AsUnsignedLongLongMask(o)
+#define BYTES_CHECK(o) PyBytes_Check(o)
 #else
 #define BYTES_FROM(p, n) PyString_FromStringAndSize((const char *)(p), (n))
 #define BYTES_OBJECT PyStringObject
 #define BYTES_STRING(o) PyString_AS_STRING(o)
 #define BYTES_TYPE PyString_Type
 #define INT_OBJECT(n) PyInt_FromSsize_t(n)
+#define INT_AS_LONG(o) PyInt_AsLong(o)
+#define INT_AS_ULL(o) PyInt_AsUnsignedLongLongMask(o)
+#define BYTES_CHECK(o) PyString_Check(o)
 #endif
 
 #ifdef MSG_NOSIGNAL
@@ -367,6 +373,89 @@ static PyObject *alone(PyObject *self, PyObject *args)
     return INT_OBJECT(n);
 }
 
+/* frame(out, code, sync, parts): append one request to ``out``
+ *
+ * The request path's framing (connection.Connection.rows_frame): the head of a request
+ * of type ``code`` (a positive fixint) and ``sync`` (sent as a uint64), then the body,
+ * the bytes objects of the tuple ``parts`` joined, appended to the bytearray ``out``
+ * with one resize. The same bytes as protocol._pack_head(0xce, _HEAD_AFTER_LEN +
+ * len(body), 0x82, REQUEST_TYPE, code, SYNC, 0xcf, sync) + b''.join(parts): a body
+ * built by a join and then copied into ``out`` costs a 1.5 KB allocation and a copy
+ * more per write. */
+#define HEAD_SIZE 18
+
+static void put_be(unsigned char *p, unsigned PY_LONG_LONG v, int n)
+{
+    while (n--) {
+        p[n] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+}
+
+static PyObject *frame(PyObject *self, PyObject *args)
+{
+    PyObject *out, *code_obj, *sync_obj, *parts;
+    unsigned PY_LONG_LONG sync;
+    long code;
+    Py_ssize_t i, nparts, body = 0, old;
+    unsigned char *p;
+
+    if (PyTuple_GET_SIZE(args) != 4) {
+        PyErr_SetString(PyExc_TypeError, "frame(out, code, sync, parts) takes 4 arguments");
+        return NULL;
+    }
+    out = PyTuple_GET_ITEM(args, 0);
+    code_obj = PyTuple_GET_ITEM(args, 1);
+    sync_obj = PyTuple_GET_ITEM(args, 2);
+    parts = PyTuple_GET_ITEM(args, 3);
+    if (!PyByteArray_Check(out) || !PyTuple_Check(parts)) {
+        PyErr_SetString(PyExc_TypeError, "frame: out must be a bytearray, parts a tuple");
+        return NULL;
+    }
+    code = INT_AS_LONG(code_obj);
+    if (code == -1 && PyErr_Occurred())
+        return NULL;
+    if (code < 0 || code > 0x7f) {
+        PyErr_SetString(PyExc_ValueError, "frame: code must be 0..127");
+        return NULL;
+    }
+    sync = INT_AS_ULL(sync_obj);
+    if (sync == (unsigned PY_LONG_LONG)-1 && PyErr_Occurred())
+        return NULL;
+    nparts = PyTuple_GET_SIZE(parts);
+    for (i = 0; i < nparts; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        if (!BYTES_CHECK(part)) {
+            PyErr_SetString(PyExc_TypeError, "frame: each part must be bytes");
+            return NULL;
+        }
+        body += Py_SIZE(part);
+    }
+    if (body > 0xffffffffL - (HEAD_SIZE - 5)) {
+        PyErr_SetString(PyExc_ValueError, "frame: the body is too long for IPROTO");
+        return NULL;
+    }
+    old = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, old + HEAD_SIZE + body) < 0)
+        return NULL;    /* a BufferError when something holds a view of it */
+    p = (unsigned char *)PyByteArray_AS_STRING(out) + old;
+    p[0] = 0xce;
+    put_be(p + 1, (unsigned PY_LONG_LONG)(HEAD_SIZE - 5 + body), 4);
+    p[5] = 0x82;
+    p[6] = REQUEST_TYPE;
+    p[7] = (unsigned char)code;
+    p[8] = SYNC;
+    p[9] = 0xcf;
+    put_be(p + 10, sync, 8);
+    p += HEAD_SIZE;
+    for (i = 0; i < nparts; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        memcpy(p, BYTES_STRING(part), (size_t)Py_SIZE(part));
+        p += Py_SIZE(part);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"cut", cut, METH_VARARGS,
      "cut(data, start, rows, error, out) -> (end, need, stuck): the whole IPROTO frames of "
@@ -374,7 +463,10 @@ static PyMethodDef methods[] = {
     {"alone", alone, METH_VARARGS,
      "alone(fd, out, sync, buf, wait_ms, rows) -> body or bytes read: the single-waiter "
      "path's send, wait and read"},
+    {"frame", frame, METH_VARARGS,
+     "frame(out, code, sync, parts): one request's head and body (the bytes of parts) "
+     "appended to the bytearray out"},
     {NULL, NULL, 0, NULL}};
 
-COMPILED_MODULE_TABLE(_replycut, "IPROTO frames to replies, and the single-waiter path "
-                      "(compiled).")
+COMPILED_MODULE_TABLE(_replycut, "IPROTO frames to replies, requests to frames, and the "
+                      "single-waiter path (compiled).")

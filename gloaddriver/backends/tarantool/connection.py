@@ -63,6 +63,7 @@ from gevent.hub import Waiter, getcurrent
 from gevent.monkey import get_original
 
 from gloaddriver import errors
+from gloaddriver.backends.compiled import optional
 from gloaddriver.backends.shared_socket import SharedSocket
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool.replies import ALONE, ReplyParser
@@ -223,9 +224,10 @@ class Connection(SharedSocket):
             self._callback(self._flush)
         return _await_reply(self._hub, waiters, sync)
 
-    def rows_frame(self, code, body):
-        """``rows_request`` for a body the caller packed itself (packed.py): the
-        built-in ops' path, one Python call per request."""
+    def rows_frame(self, code, parts):
+        """``rows_request`` for a body the caller packed itself (packed.py), as a tuple
+        of bytes objects that joined make it: the built-in ops' path, one Python call
+        per request."""
         waiters = self._waiters
         inflight = len(waiters)
         if self._sock is None or inflight >= self.max_pending:
@@ -233,10 +235,14 @@ class Connection(SharedSocket):
             waiters = self._waiters
             inflight = len(waiters)
         self._sync = sync = self._sync + 1
-        out = self._out
-        out += _pack_head(0xce, _HEAD_AFTER_LEN + len(body), 0x82, _REQUEST_TYPE, code, _SYNC,
-                          0xcf, sync)
-        out += body
+        if FRAME is not None:       # head and parts into the buffer with one resize
+            FRAME(self._out, code, sync, parts)
+        else:
+            body = b''.join(parts)
+            out = self._out
+            out += _pack_head(0xce, _HEAD_AFTER_LEN + len(body), 0x82, _REQUEST_TYPE, code,
+                              _SYNC, 0xcf, sync)
+            out += body
         if inflight > self._crowd:
             self._crowd = inflight
         waiters[sync] = getcurrent()
@@ -618,6 +624,8 @@ class Connection(SharedSocket):
         return st
 
 
+# The request's head and body appended in one C call (rows_frame), or None.
+FRAME = optional('gloaddriver.backends.tarantool._replycut', 'frame')
 _pack_head = P._pack_head
 _HEAD_AFTER_LEN = P._HEAD_AFTER_LEN
 _REQUEST_TYPE, _SYNC = P.REQUEST_TYPE, P.SYNC

@@ -9,8 +9,9 @@ object, and it was the larger half of what 2.7 paid over 3.x per write. The byte
 on the wire are the ones ``protocol.Encoder`` makes for the same request (map keys
 in one fixed order on both interpreters), which tests/unit/test_packed.py checks.
 
-Each op is one call into the connection (``rows_frame(code, body)``), which adds
-the frame's head: one Python call per request less than encoder + request.
+Each op is one call into the connection (``rows_frame(code, parts)``), which adds
+the frame's head and copies the parts into its buffer: one Python call per request less
+than encoder + request, and no joined body to build and copy again.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -64,7 +65,8 @@ class _Body(object):
         return self.expr(L._VALUE[ftype] % {'k': source_key})
 
     def source(self, consts):
-        """Python source of the body; its constants go into ``consts`` (C0, C1, ...)."""
+        """Python source of the body as a tuple of its parts (the connection joins them
+        into its buffer); its constants go into ``consts`` (C0, C1, ...)."""
         out = []
         for kind, x in self.parts:
             if kind == 'const':
@@ -72,11 +74,7 @@ class _Body(object):
                 out.append('C%d' % (len(consts) - 1))
             else:
                 out.append(x)
-        if len(out) == 1:
-            return out[0]
-        if len(out) == 2:
-            return '%s + %s' % tuple(out)
-        return "b''.join((%s))" % ', '.join(out)   # one copy of the value, not one per +
+        return '(%s,)' % ', '.join(out)
 
 
 def _key(body, parts):
