@@ -1,4 +1,5 @@
-/* The compiled fast path of replies.ReplyParser: IPROTO frames to replies.
+/* The compiled fast paths of the IPROTO stream: replies.ReplyParser's (frames to
+ * replies), the single-waiter call and the request's framing.
  *
  * Optional: setup.py builds it where a C compiler and the interpreter's headers are
  * at hand; replies.ReplyParser uses it when it is there (and GLOADDRIVER_PURE_PYTHON
@@ -20,6 +21,9 @@
  * An empty result's body (EMPTY_BODIES) is [], as the Python reader gives.
  *
  * alone(...): the single-waiter path's send, wait and read in one call (see below).
+ *
+ * frame(...): the request path's head and body appended to the outgoing buffer in one
+ * call (see below).
  *
  * One source for CPython 2.7 and 3.x: the few calls that differ are the macros below.
  */
