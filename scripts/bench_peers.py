@@ -371,7 +371,7 @@ def main():
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--ops', type=int, default=50000, help='ops per phase (Tarantool)')
     # At 1 and on PostgreSQL a phase of the old defaults (10,000 and 50,000 ops) lasted
-    # about a second, and the criteria there are a µs or a few per cent: 3 s a phase.
+    # about a second, and the criteria there are a microsecond or a few per cent: 3 s a phase.
     ap.add_argument('--ops-1', type=int, default=30000, help='ops per phase at concurrency 1')
     ap.add_argument('--concurrency', default='1,10,100')
     ap.add_argument('--value-size', type=int, default=1536)
