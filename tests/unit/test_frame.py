@@ -1,7 +1,7 @@
-"""The request's framing (``_replycut.frame``, connection.FRAME), as rows_frame calls it:
+"""The request's framing (``_replycut.frame``, protocol.FRAME), as rows_frame calls it:
 the head and the body's parts appended to the connection's outgoing bytearray. Checked
 byte for byte against a frame built apart from the code (msgpack and struct), read
-back by msgpack, and against the pure-Python twin's bytes; and its refusals."""
+back by msgpack, and against the pure-Python twin's (protocol.frame); and its refusals."""
 from __future__ import absolute_import, division, print_function
 
 import os
@@ -10,19 +10,19 @@ import struct
 import msgpack
 import pytest
 
-from gloaddriver.backends.tarantool import connection
 from gloaddriver.backends.tarantool import protocol as P
 
-FRAME = connection.FRAME
+FRAME = P.FRAME
+BUILT = FRAME is not P.frame
 
 pytestmark = pytest.mark.skipif(
-    FRAME is None and bool(os.environ.get('GLOADDRIVER_PURE_PYTHON')),
+    not BUILT and bool(os.environ.get('GLOADDRIVER_PURE_PYTHON')),
     reason='GLOADDRIVER_PURE_PYTHON is set: no compiled framing to test')
 
 
 @pytest.fixture(autouse=True)
 def built():
-    if FRAME is None:
+    if not BUILT:
         pytest.fail('the compiled module is not built in this environment (setup.py builds it)')
 
 
@@ -35,10 +35,10 @@ def expected(code, sync, body):
 
 
 def python_twin(code, sync, parts):
-    """What rows_frame appends without the compiled call."""
-    body = b''.join(parts)
-    return P._pack_head(0xce, P._HEAD_AFTER_LEN + len(body), 0x82, P.REQUEST_TYPE, code,
-                        P.SYNC, 0xcf, sync) + body
+    """What rows_frame appends where the compiled call is not built."""
+    out = bytearray()
+    P.frame(out, code, sync, parts)
+    return bytes(out)
 
 
 @pytest.mark.parametrize('sync', [0, 1, 255, 2 ** 32 - 1, 2 ** 32, 2 ** 64 - 1])

@@ -63,7 +63,6 @@ from gevent.hub import Waiter, getcurrent
 from gevent.monkey import get_original
 
 from gloaddriver import errors
-from gloaddriver.backends.compiled import optional
 from gloaddriver.backends.shared_socket import SharedSocket
 from gloaddriver.backends.tarantool import protocol as P
 from gloaddriver.backends.tarantool.replies import ALONE, ReplyParser
@@ -235,14 +234,7 @@ class Connection(SharedSocket):
             waiters = self._waiters
             inflight = len(waiters)
         self._sync = sync = self._sync + 1
-        if FRAME is not None:       # head and parts into the buffer with one resize
-            FRAME(self._out, code, sync, parts)
-        else:
-            body = b''.join(parts)
-            out = self._out
-            out += _pack_head(0xce, _HEAD_AFTER_LEN + len(body), 0x82, _REQUEST_TYPE, code,
-                              _SYNC, 0xcf, sync)
-            out += body
+        FRAME(self._out, code, sync, parts)
         if inflight > self._crowd:
             self._crowd = inflight
         waiters[sync] = getcurrent()
@@ -624,11 +616,7 @@ class Connection(SharedSocket):
         return st
 
 
-# The request's head and body appended in one C call (rows_frame), or None.
-FRAME = optional('gloaddriver.backends.tarantool._replycut', 'frame')
-_pack_head = P._pack_head
-_HEAD_AFTER_LEN = P._HEAD_AFTER_LEN
-_REQUEST_TYPE, _SYNC = P.REQUEST_TYPE, P.SYNC
+FRAME = P.FRAME     # rows_frame's framing (protocol.FRAME), a global of this module
 # A chunk is split for overlap when each half has 4 replies or more. At 10
 # greenlets the one batch of 10 becomes two of 5 that take turns with the
 # server: 0.35-0.4 network syscalls per op instead of 0.20, for 1.1-1.4x the

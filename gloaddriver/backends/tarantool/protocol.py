@@ -21,6 +21,7 @@ import struct
 import msgpack
 
 from gloaddriver import errors
+from gloaddriver.backends.compiled import optional
 from gloaddriver.py23 import PY2
 
 # Request and reply codes (header key REQUEST_TYPE).
@@ -85,6 +86,21 @@ MAX_SELECT = 0xffffffff
 _HEAD = struct.Struct('>BIBBBBBQ')
 _HEAD_AFTER_LEN = _HEAD.size - 5
 _pack_head = _HEAD.pack
+
+
+def frame(buf, code, sync, parts):
+    """Append to the bytearray ``buf`` the request of type ``code`` and ``sync`` whose
+    body is the bytes objects of the tuple ``parts``, joined: the built-in ops' framing
+    (connection.Connection.rows_frame), where the compiled one is not built."""
+    body = b''.join(parts)
+    buf += _pack_head(0xce, _HEAD_AFTER_LEN + len(body), 0x82, REQUEST_TYPE, code, SYNC, 0xcf,
+                      sync)
+    buf += body
+
+
+# ``frame`` as rows_frame calls it: _replycut.frame, its compiled twin (the same bytes,
+# with one resize of ``buf`` and no joined body), where it is built; else frame.
+FRAME = optional('gloaddriver.backends.tarantool._replycut', 'frame') or frame
 
 
 class ProtocolError(errors.NetworkError):
