@@ -18,12 +18,13 @@ pool notices.
 from __future__ import absolute_import, division, print_function
 
 import weakref
+from collections import deque
 
 import gevent
 import psycopg2
 import psycopg2.extensions
+from gevent.event import AsyncResult
 from gevent.hub import get_hub
-from gevent.queue import Empty, LifoQueue   # names stable across gevent 22.10 .. 26
 
 from gloaddriver import errors
 from gloaddriver.py23 import PY2, clock
@@ -142,12 +143,12 @@ def scrub(text, secret):
 class Deadlines(object):
     """Per-op timeouts from one sweeper greenlet instead of a timer per op.
 
-    An op registers ``(deadline, ticket)`` for its greenlet and removes it
+    An op registers the clock's reading at its start for its greenlet and removes it
     when done: a dict store and a pop, where a gevent.Timeout costs an object
-    and a timer start/stop. The sweeper throws RequestTimeout into greenlets
-    whose deadline passed; the throw re-checks the ticket, so an op that
-    finished meanwhile is never hit, and never its successor. Precision is
-    the tick (timeout/10, at most 0.1 s).
+    and a timer start/stop. That float object is also the op's ticket. The sweeper
+    throws RequestTimeout into greenlets whose op began a timeout ago; the throw
+    re-checks the ticket by identity, so an op that finished meanwhile is never hit,
+    and never its successor. Precision is the tick (timeout/10, at most 0.1 s).
     """
 
     def __init__(self, timeout):
@@ -166,9 +167,9 @@ class Deadlines(object):
         callback = self._hub.loop.run_callback
         while True:
             gevent.sleep(tick)
-            now = clock()
+            began = clock() - self.timeout   # ops that began before this are late
             for g, entry in list(self.active.items()):
-                if entry[0] <= now:
+                if entry <= began:
                     callback(self._expire, g, entry)
 
     def _expire(self, g, entry):
@@ -183,6 +184,15 @@ class Deadlines(object):
 
 
 class Pool(object):
+    """Connections lent one op at a time: the warmest free one, a new one up to ``size``,
+    or, when all are out, the next one given back (first come, first served).
+
+    The free connections are a plain list and the waiting greenlets a deque of their
+    AsyncResults: lending a free connection, the case of every op while the pool is big
+    enough, is a list's pop and its return an append (a gevent queue costs four times
+    that). While a greenlet waits the free list is empty, since ``put`` hands a returned
+    connection to the first waiter."""
+
     def __init__(self, dsn, size, password=None, connect_timeout=3.0, timeout=5.0,
                  setup=None, autocommit=True):
         self.dsn = dsn
@@ -192,7 +202,8 @@ class Pool(object):
         self.timeout = timeout
         self.setup = setup
         self.autocommit = autocommit
-        self._free = LifoQueue()
+        self._idle = []         # free connections, the warmest last
+        self._waiting = deque()  # an AsyncResult per greenlet waiting for a connection
         self.created = 0        # open connections, in use or free
         self.connects = 0       # connections made over the run
         self.discarded = 0
@@ -242,9 +253,9 @@ class Pool(object):
             try:
                 item = self.connect()
             except errors.GloadError:   # down, refused, or its setup failed: left to the op
-                self.created -= 1
+                self._release()
                 return
-            self._free.put(item)
+            self.put(item)
         n = min(n, self.size) - self.created
         if n > 0:
             self.created += n       # reserved first, as _new does
@@ -252,27 +263,46 @@ class Pool(object):
             gevent.joinall([gevent.spawn(one) for _ in range(n)])
 
     def get(self):
-        """A live connection: a free one, a new one, or wait (LIFO) for one."""
-        while True:
-            try:
-                item = self._free.get_nowait()
-            except Empty:
-                if self.created < self.size:
-                    return self._new()
-                try:
-                    item = self._free.get(timeout=self.timeout)
-                except Empty:
-                    raise errors.RequestTimeout('no free connection in a pool of %d within %.1f s'
-                                                % (self.size, self.timeout))
-            if not item.conn.closed:
-                return item
-            self._drop(item)
+        """A connection: a free one, a new one, or the next one given back."""
+        idle = self._idle
+        if idle:
+            return idle.pop()
+        if self.created < self.size:
+            return self._new()
+        return self._wait()
 
-    def _new(self):
+    def _wait(self):
+        """Wait, up to the pool's timeout, for ``put`` to hand over a connection (or, when
+        one was dropped, its slot: then this greenlet opens the new one)."""
+        slot = AsyncResult()
+        self._waiting.append(slot)
+        try:
+            slot.wait(self.timeout)
+        except BaseException:
+            # Thrown in (the op's deadline) or killed: what was handed over goes on.
+            self._abandon(slot)
+            raise
+        if not slot.ready():
+            self._waiting.remove(slot)
+            raise errors.RequestTimeout('no free connection in a pool of %d within %.1f s'
+                                        % (self.size, self.timeout))
+        item = slot.value
+        return self._new(reserved=True) if item is None else item
+
+    def _abandon(self, slot):
+        if not slot.ready():
+            self._waiting.remove(slot)
+        elif slot.value is None:
+            self._release()
+        else:
+            self.put(slot.value)
+
+    def _new(self, reserved=False):
         # Reserve the slot first: connecting yields, and others must not overshoot.
-        self.created += 1
-        if self.created > self.peak:
-            self.peak = self.created
+        if not reserved:
+            self.created += 1
+            if self.created > self.peak:
+                self.peak = self.created
         deadline = clock() + self.timeout
         delay = 0.05
         try:
@@ -288,30 +318,37 @@ class Pool(object):
                     # Capped low, so a server that comes back is found within 0.25 s.
                     delay = min(delay * 2, 0.25)
         except BaseException:
-            self.created -= 1
+            self._release()
             raise
 
     def put(self, item):
         if item.broken or item.conn.closed:
             self._drop(item)
+        elif self._waiting:
+            self._waiting.popleft().set(item)
         else:
-            self._free.put(item)
+            self._idle.append(item)
+
+    def _release(self):
+        """A reserved slot is free again: a waiting greenlet takes it (and connects),
+        or the count of open connections goes down."""
+        if self._waiting:
+            self._waiting.popleft().set(None)
+        else:
+            self.created -= 1
 
     def _drop(self, item):
-        self.created -= 1
         self.discarded += 1
         forget(item.fd)
         try:
             item.conn.close()
         except psycopg2.Error:
             pass
+        self._release()
 
     def close(self):
-        while True:
-            try:
-                item = self._free.get_nowait()
-            except Empty:
-                break
+        idle, self._idle = self._idle, []
+        for item in idle:
             forget(item.fd)
             item.conn.close()
         self.created = 0

@@ -25,7 +25,6 @@ _IDLE = psycopg2.extensions.TRANSACTION_STATUS_IDLE
 def holder(pool, deadlines, password):
     """held() -> a context manager lending one pooled connection within the op timeout."""
     active = deadlines.active
-    timeout = deadlines.timeout
     getcurrent = gevent.getcurrent
 
     @contextlib.contextmanager
@@ -35,7 +34,7 @@ def holder(pool, deadlines, password):
             # One op holds one connection: a statement on db inside db.transaction()
             # would run outside the transaction and drop its deadline.
             raise RuntimeError('db.execute() inside db.transaction(): use tx.execute()')
-        active[g] = (clock() + timeout,)
+        active[g] = clock()   # the op's start, and its ticket (Deadlines)
         item = None
         try:
             item = pool.get()

@@ -89,14 +89,14 @@ def statement_runner(pool, deadlines, password):
     'result' -> rows of a query, else rowcount.
     """
     active = deadlines.active
-    timeout = deadlines.timeout
     getcurrent = gevent.getcurrent
+    get = pool.get
 
     def run(sql, params, fetch):
         g = getcurrent()
-        active[g] = (clock() + timeout,)   # a fresh tuple: also the ticket
+        active[g] = clock()   # the op's start, and its ticket (Deadlines)
         try:
-            item = pool.get()
+            item = get()
             try:
                 cur = item.cur
                 cur.execute(sql, params)
