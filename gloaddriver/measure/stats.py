@@ -9,6 +9,7 @@ keeps 3 significant digits of each value.
 """
 from __future__ import absolute_import, division, print_function
 
+import ctypes
 import os
 import sys
 from collections import defaultdict
@@ -53,6 +54,19 @@ def measured_percentiles():
 
 def new_histogram():
     return HdrHistogram(1, HIGHEST_US, SIG_FIGS)
+
+
+def reset_histogram(hist):
+    """``hist.reset()`` in one memset: hdrh's own zeroes its counts one ctypes item at a
+    time, 1.6 ms for ours, once an interval for every op. hdrh still resets the rest
+    (its reset sees no counts to clear)."""
+    n = hist.counts_len
+    hist.counts_len = 0
+    try:
+        hist.reset()
+    finally:
+        hist.counts_len = n
+    ctypes.memset(ctypes.addressof(hist.counts), 0, ctypes.sizeof(hist.counts))
 
 
 def decode_histogram(encoded):
@@ -186,7 +200,7 @@ class OpStats(object):
         """
         lat, self.lat = self.lat, defaultdict(int)
         interval = self.interval
-        interval.reset()
+        reset_histogram(interval)
         record = interval.record_value
         total = 0
         for value, count in lat.items():
@@ -197,7 +211,7 @@ class OpStats(object):
         self.hist.add(interval)
         if self.lat_co is not None:
             lat_co, self.lat_co = self.lat_co, defaultdict(int)
-            self.interval_co.reset()
+            reset_histogram(self.interval_co)
             record = self.interval_co.record_value
             for value, count in lat_co.items():
                 value = 1 if value < 1 else (HIGHEST_US if value > HIGHEST_US else value)

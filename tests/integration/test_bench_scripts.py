@@ -86,7 +86,7 @@ def test_bench_processes_table_and_json(tmpdir):
 
 
 BENCHES = ('tarantool', 'postgres', 'open-loop', 'processes', 'codec', 'compat', 'syscalls',
-           'toolbench')
+           'toolbench', 'pg-path')
 
 
 def shell(args):
@@ -297,3 +297,19 @@ def test_bench_toolbench_table_and_json(tmpdir):
         for q in ('series', 'bytea'))
     assert all(r['qps'] > 0 for r in runs)
     assert 'gloaddriver pipelined' in out and 'queries/s' in out
+
+
+def test_bench_pg_path_counts_a_layers_instructions(tmpdir):
+    if not which('valgrind'):
+        pytest.skip('no valgrind (scripts/test installs it)')
+    path = str(tmpdir.join('pp.json'))
+    rc, out, err = run('bench_pg_path.py', ['--layers', 'driver', '--ops', '40,120',
+                                            '--out', path])
+    assert rc == 0, err
+    (row,) = json.load(open(path))['rows']
+    assert row['layer'] == 'driver' and row['ops'] == [40, 120]
+    # The 80 more selects cost instructions: tens of thousands each, not nothing
+    assert row['ir'][1] > row['ir'][0] and 5000 < row['ir_per_op'] < 10 ** 6
+    assert 'instr per op' in out
+    rc, _out, err = run('bench_pg_path.py', ['--ops', '10', '--out', path])
+    assert rc == 2 and '--ops takes N1,N2' in err

@@ -43,6 +43,33 @@ def test_drain_moves_latencies_into_the_phase_histogram():
     assert stats.decode_histogram(encoded).get_total_count() == 101
 
 
+def test_reset_histogram_leaves_it_as_hdrh_own_reset_does():
+    h, fresh = stats.new_histogram(), stats.new_histogram()
+    for v in (1, 7, 250, 31000, stats.HIGHEST_US):
+        h.record_value(v, 3)
+        fresh.record_value(v, 1)
+    stats.reset_histogram(h)
+    fresh.reset()
+    assert h.counts_len == fresh.counts_len and not any(h.counts)
+    for name in ('total_count', 'min_value', 'max_value', 'start_time_stamp_msec',
+                 'end_time_stamp_msec'):
+        assert getattr(h, name) == getattr(fresh, name), name
+    h.record_value(42, 2)                # and it records as a new one does
+    fresh.record_value(42, 2)
+    assert h.encode() == fresh.encode()
+    assert h.get_value_at_percentile(50) == fresh.get_value_at_percentile(50)
+
+
+def test_uniform_keys_draw_start_plus_n_times_random():
+    """The C iterator chain draws exactly what ``start + int(random() * n)`` would, so
+    a seeded run's keys are those of earlier releases."""
+    for start in (0, 10, 2 ** 40):
+        rng = keys.make_rng(7, 'select', 2)
+        nk = keys.uniform(1000, keys.make_rng(7, 'select', 2), start)
+        assert [nk() for _ in range(300)] == [start + int(rng.random() * 1000)
+                                              for _ in range(300)]
+
+
 def test_sequential_keys_once_each_then_wrap():
     nk = keys.sequential(5, start=10)
     assert [nk() for _ in range(7)] == [10, 11, 12, 13, 14, 10, 11]

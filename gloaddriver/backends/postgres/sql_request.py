@@ -76,7 +76,7 @@ def compile_request(args):
 
 def psycopg2_op(run, statement, fill, rnd, worker):
     """The op of one worker on the psycopg2 connector: the statement with this op's
-    values (``run``: workloads.statement_runner's), its rows or its row count."""
+    values (``run``: pool.statement_runner's), its rows or its row count."""
     sql = statement.psycopg2
     order = statement.order
     if order == tuple(range(1, len(order) + 1)):

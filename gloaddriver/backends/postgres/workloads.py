@@ -82,43 +82,6 @@ TOOLBENCH_QUERIES = {
     'arrays': ('SELECT a FROM gloaddriver_tb_arrays', None),
 }
 
-def statement_runner(pool, deadlines, password):
-    """run(sql, params, fetch) on a pooled connection within the op timeout.
-
-    fetch: 'one' -> the first row or () (a miss), 'all' -> rows, 'count' -> rowcount,
-    'result' -> rows of a query, else rowcount.
-    """
-    active = deadlines.active
-    getcurrent = gevent.getcurrent
-    get = pool.get
-
-    def run(sql, params, fetch):
-        g = getcurrent()
-        active[g] = clock()   # the op's start, and its ticket (Deadlines)
-        try:
-            item = get()
-            try:
-                cur = item.cur
-                cur.execute(sql, params)
-                if fetch == 'one':
-                    return cur.fetchone() or ()
-                if fetch == 'all' or fetch == 'result' and cur.description is not None:
-                    return cur.fetchall()
-                return cur.rowcount
-            except errors.RequestTimeout:
-                # Thrown through the wait callback: psycopg2 has closed the
-                # connection, and the pool must not hand it out again.
-                item.broken = True
-                raise
-            except psycopg2.Error as e:
-                raise pgpool.translate(e, item, password)
-            finally:
-                pool.put(item)
-        finally:
-            active.pop(g, None)
-    return run
-
-
 # pg_stat_activity's rows, read from the function the view is built on: the view joins two
 # catalogs, and planning that join made a sample cost the server under test 300 us of
 # CPU; this costs 120 (measured on PostgreSQL 15). Twenty samples a second.
@@ -346,7 +309,7 @@ class PostgresBackend(base.Backend):
 
     def _make_ops(self):
         c = self.opts
-        run = statement_runner(self.pool, self.deadlines, self.password)
+        run = pgpool.statement_runner(self.pool, self.deadlines, self.password)
         self.deadlines.start()
         if c.workload == 'sql':
             self._run = run
@@ -362,7 +325,7 @@ class PostgresBackend(base.Backend):
         if c.workload == 'toolbench':
             return dict((name, _fetch_all(run, sql, params))
                         for name, (sql, params) in TOOLBENCH_QUERIES.items())
-        reads = run if self.read_pool is None else statement_runner(
+        reads = run if self.read_pool is None else pgpool.statement_runner(
             self.read_pool, self.deadlines, self.password)
         t = c.table
         if c.prepared:
