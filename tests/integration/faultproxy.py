@@ -11,7 +11,9 @@ switched by the test at any time with ``proxy.mode = ...``:
 * ``cut``: the next chunk from the server is forwarded only in part (its first half:
   the middle of a reply frame) and the connection is then closed; the mode returns to
   ``pass`` by itself;
-* ``trickle``: replies are forwarded TRICKLE bytes at a time with a pause between.
+* ``trickle``: replies are forwarded TRICKLE bytes at a time, a segment each
+  (``trickled`` counts them). How many of them a reader gets in one recv depends on when
+  it reads: more than one, on a busy machine.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -40,6 +42,7 @@ class FaultProxy(object):
         self.target = (target_host, target_port)
         self.mode = 'pass'
         self.accepted = 0
+        self.trickled = 0     # segments sent in trickle mode
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(('127.0.0.1', 0))
@@ -103,6 +106,7 @@ class FaultProxy(object):
                     elif self.mode == 'trickle':
                         for i in range(0, len(data), TRICKLE):
                             client.sendall(data[i:i + TRICKLE])   # a segment each (NODELAY)
+                            self.trickled += 1
                     else:
                         client.sendall(data)
         except (OSError, socket.error):

@@ -146,7 +146,10 @@ def test_replies_cut_into_three_byte_pieces_lose_nothing(pg):
         gevent.joinall([gevent.spawn(work, i) for i in range(10)], raise_error=True)
         assert got == dict(((i, k), [[u'%d-%d' % (i, k), u'x' * (k * 50)]])
                            for i in range(10) for k in range(10))
-        assert conn.recvs > 100 and conn.reconnects == 0
+        # The replies went out in 3-byte segments (the proxy's count); how many of them
+        # one recv gets depends on when the client reads, so it is not counted on.
+        assert proxy.trickled * 3 > sum(len(v[0][0]) + len(v[0][1]) for v in got.values())
+        assert conn.recvs >= 10 and conn.reconnects == 0
         conn.close()
     finally:
         proxy.close()
