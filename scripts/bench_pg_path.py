@@ -10,7 +10,8 @@ uniform random key, in layers, each in a process of its own under
 * ``wait``: the same loop on gloaddriver's wait callback (one io watcher per connection);
 * ``runner``: the loop calling gloaddriver's statement runner (its pool and op deadline);
 * ``driver``: the runner's hot loop (``runner._run_single``: the key, the latency record,
-  the accounting) around the built-in select op.
+  the accounting) around the built-in select op (``kv_statements``: the key written into
+  the statement by the driver).
 
 Each layer runs ``--ops`` twice, N1 and N2 ops; (Ir(N2) - Ir(N1)) / (N2 - N1) is its
 instructions per op, the start-up and the connections cancelled out. An instruction count
@@ -39,7 +40,7 @@ LAYERS = ('loop', 'wait', 'runner', 'driver')
 TABLE = 'kv'
 KEYS = 100000
 CONNS = 8
-SELECT = 'EXECUTE sel (%s)'
+SELECT = 'EXECUTE gl_select (%s)'   # the statement the driver prepares for kv
 
 
 # -- a layer, in the measured process ------------------------------------------------------
@@ -83,6 +84,20 @@ def _statement_runner(conns):
     return make(pool, deadlines, None), deadlines
 
 
+def _select_op(run, conn):
+    """The built-in kv select op on ``run``."""
+    try:
+        from gloaddriver.backends.postgres import kv_statements
+    except ImportError:       # a checkout of before its statements were written in by it
+        def op_select(key):
+            return run(SELECT, (key,), 'one')
+        return op_select
+    from gloaddriver import workload
+    return kv_statements.ops(run, run, kv_statements.templates(TABLE, True),
+                             kv_statements.quoted(conn.cursor(), [u'v']),
+                             workload.scan_length)['select']
+
+
 def layer(name, n, dsn):
     """Run ``n`` selects through layer ``name`` (in this process: valgrind's child)."""
     from gevent import monkey
@@ -96,7 +111,7 @@ def layer(name, n, dsn):
     conns = [psycopg2.connect(dsn) for _ in range(CONNS)]
     for conn in conns:
         conn.autocommit = True
-        conn.cursor().execute('PREPARE sel (bigint) AS SELECT value FROM %s WHERE id = $1'
+        conn.cursor().execute('PREPARE gl_select (bigint) AS SELECT value FROM %s WHERE id = $1'
                               % TABLE)
     if name in ('loop', 'wait'):
         keys = _keys(n)
@@ -121,8 +136,7 @@ def layer(name, n, dsn):
         from gloaddriver.run import runner
         from gloaddriver.workload import keys as keygen
 
-        def op_select(key):      # as the built-in select op calls the runner
-            return run(SELECT, (key,), 'one')
+        op_select = _select_op(run, conns[0])
         st, budget = OpStats('select'), runner.Budget(n)
         gevent.joinall([gevent.spawn(runner._run_single, budget, st, op_select,
                                      keygen.uniform(KEYS, random.Random(i)))

@@ -19,7 +19,7 @@ import psycopg2
 
 from gloaddriver import errors, workload
 from gloaddriver.backends import base
-from gloaddriver.backends.postgres import pool as pgpool
+from gloaddriver.backends.postgres import kv_statements, pool as pgpool
 from gloaddriver.py23 import clock, spawn_named
 
 SCHEMA_KV = """CREATE TABLE IF NOT EXISTS {t} (id bigint PRIMARY KEY, value text NOT NULL)"""
@@ -177,6 +177,7 @@ class PostgresBackend(base.Backend):
         self.values = workload.values(config.load.value_size, config.load.seed)
         self.max_parent = 0
         self._ops = None
+        self._bound = None   # _bind's
         self._version = None
         self._address = None
         self._io0 = None
@@ -222,6 +223,7 @@ class PostgresBackend(base.Backend):
                 self._check_sql(item)
             elif self.opts.workload != 'file':   # a workload file brings its own schema
                 self._check_schema(item)
+                self._bound = self._bind(item.cur)
         finally:
             # Not handed to the pool: it has no prepared statements and is not
             # counted in the pool's size.
@@ -231,6 +233,17 @@ class PostgresBackend(base.Backend):
         for pool in (self.pool, self.read_pool):
             if pool is not None:
                 pool.fill(self.config.load.greenlets)
+
+    def _bind(self, cur):
+        """What the ops' statements take from the run, quoted once by psycopg2 on a
+        connection of the run (``kv_statements``): kv's values, or each toolbench query
+        with its constant parameters written in."""
+        if self.opts.workload == 'kv':
+            return kv_statements.quoted(cur, self.values)
+        if self.opts.workload == 'toolbench':
+            return dict((name, cur.mogrify(sql, params))
+                        for name, (sql, params) in TOOLBENCH_QUERIES.items())
+        return None
 
     def _session_init(self, item):
         """--session-init tried once before the first op (and the tables checked in the
@@ -293,16 +306,7 @@ class PostgresBackend(base.Backend):
             return
         if not self.opts.prepared or self.opts.workload != 'kv':
             return
-        t = self.opts.table
-        cur = item.cur
-        cur.execute('PREPARE gl_insert (bigint, text) AS INSERT INTO %s (id, value) '
-                    'VALUES ($1, $2)' % t)
-        cur.execute('PREPARE gl_select (bigint) AS SELECT value FROM %s WHERE id = $1' % t)
-        cur.execute('PREPARE gl_update (text, bigint) AS UPDATE %s SET value = $1 WHERE id = $2'
-                    % t)
-        cur.execute('PREPARE gl_delete (bigint) AS DELETE FROM %s WHERE id = $1' % t)
-        cur.execute('PREPARE gl_scan (bigint, int) AS SELECT id, value FROM %s WHERE id >= $1 '
-                    'ORDER BY id LIMIT $2' % t)
+        kv_statements.prepare(item.cur, self.opts.table)
         item.prepared = True
 
     # -- ops --------------------------------------------------------------------
@@ -323,47 +327,11 @@ class PostgresBackend(base.Backend):
         if c.workload == 'relational':
             return self._relational_ops(run)
         if c.workload == 'toolbench':
-            return dict((name, _fetch_all(run, sql, params))
-                        for name, (sql, params) in TOOLBENCH_QUERIES.items())
+            return dict((name, _fetch_all(run, sql)) for name, sql in self._bound.items())
         reads = run if self.read_pool is None else pgpool.statement_runner(
             self.read_pool, self.deadlines, self.password)
-        t = c.table
-        if c.prepared:
-            ins, sel = 'EXECUTE gl_insert (%s, %s)', 'EXECUTE gl_select (%s)'
-            upd, dele = 'EXECUTE gl_update (%s, %s)', 'EXECUTE gl_delete (%s)'
-            scan = 'EXECUTE gl_scan (%s, %s)'
-        else:
-            ins = 'INSERT INTO %s (id, value) VALUES (%%s, %%s)' % t
-            sel = 'SELECT value FROM %s WHERE id = %%s' % t
-            upd = 'UPDATE %s SET value = %%s WHERE id = %%s' % t
-            dele = 'DELETE FROM %s WHERE id = %%s' % t
-            scan = 'SELECT id, value FROM %s WHERE id >= %%s ORDER BY id LIMIT %%s' % t
-        scan_length = workload.scan_length
-        values = self.values
-        nv = len(values)
-
-        def op_insert(key):
-            return run(ins, (key, values[key % nv]), 'count')
-
-        def op_select(key):
-            return reads(sel, (key,), 'one')
-
-        def op_update(key):
-            return run(upd, (values[(key + 1) % nv], key), 'count')
-
-        def op_delete(key):
-            return run(dele, (key,), 'count')
-
-        def op_scan(key):
-            return reads(scan, (key, scan_length(key)), 'all')
-
-        def op_rmw(key):
-            # Two statements in autocommit, as YCSB's read-modify-write: not atomic.
-            if not run(sel, (key,), 'one'):
-                return 0
-            return run(upd, (values[(key + 2) % nv], key), 'count')
-        return {'insert': op_insert, 'select': op_select, 'update': op_update,
-                'delete': op_delete, 'scan': op_scan, 'rmw': op_rmw}
+        return kv_statements.ops(run, reads, kv_statements.templates(c.table, c.prepared),
+                                 self._bound, workload.scan_length)
 
     def _relational_ops(self, run):
         def op_create(key):
@@ -477,9 +445,9 @@ class PostgresBackend(base.Backend):
             self.read_pool.close()
 
 
-def _fetch_all(run, sql, params):
+def _fetch_all(run, sql):
     def op(_key):   # the same rows every time: the key does not matter
-        return run(sql, params, 'all')
+        return run(sql, None, 'all')
     return op
 
 
