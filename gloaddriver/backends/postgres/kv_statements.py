@@ -7,10 +7,11 @@ execute: about 0.9 us of client CPU for one integer key on 3.11, where writing t
 in costs 0.1. A kv statement's parameters are a key (an int), a length (an int) and a
 value from the run's fixed table of values. So each value is quoted once, before the
 first op, by psycopg2's own ``mogrify`` on a connection of the run (its encoding, and
-its session's string settings); an int is written with ``%d``; and psycopg2 gets
-finished bytes and no parameters, which it sends as they are. The server receives the
-text ``execute(sql, params)`` would have sent it (a test compares the two with
-``mogrify``, statement by statement).
+its session's string settings); an int is written with ``%d``, as psycopg2 writes one
+that is not negative (keys are in [0, --keys); a negative one psycopg2 writes after a
+space); and psycopg2 gets finished bytes and no parameters, which it sends as they are.
+The server receives the text ``execute(sql, params)`` would have sent it (a test
+compares the two with ``mogrify``, statement by statement).
 """
 from __future__ import absolute_import, division, print_function
 
