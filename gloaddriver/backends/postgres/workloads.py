@@ -177,7 +177,6 @@ class PostgresBackend(base.Backend):
         self.values = workload.values(config.load.value_size, config.load.seed)
         self.max_parent = 0
         self._ops = None
-        self._bound = None   # _bind's
         self._version = None
         self._address = None
         self._io0 = None
@@ -209,6 +208,7 @@ class PostgresBackend(base.Backend):
             item = self.pool.connect(setup=False)   # the tables may not exist yet
         except errors.NotConnected as e:
             raise setup_error(str(e), dsn_address(self.dsn))
+        bound = None
         try:
             conn = item.conn
             v = conn.server_version
@@ -223,13 +223,13 @@ class PostgresBackend(base.Backend):
                 self._check_sql(item)
             elif self.opts.workload != 'file':   # a workload file brings its own schema
                 self._check_schema(item)
-                self._bound = self._bind(item.cur)
+                bound = self._bind(item.cur)
         finally:
             # Not handed to the pool: it has no prepared statements and is not
             # counted in the pool's size.
             pgpool.forget(item.fd)
             item.conn.close()
-        self._ops = self._make_ops()
+        self._ops = self._make_ops(bound)
         for pool in (self.pool, self.read_pool):
             if pool is not None:
                 pool.fill(self.config.load.greenlets)
@@ -311,7 +311,8 @@ class PostgresBackend(base.Backend):
 
     # -- ops --------------------------------------------------------------------
 
-    def _make_ops(self):
+    def _make_ops(self, bound):
+        """The ops of the workload; ``bound`` is ``_bind``'s, made on the first connection."""
         c = self.opts
         run = pgpool.statement_runner(self.pool, self.deadlines, self.password)
         self.deadlines.start()
@@ -327,11 +328,11 @@ class PostgresBackend(base.Backend):
         if c.workload == 'relational':
             return self._relational_ops(run)
         if c.workload == 'toolbench':
-            return dict((name, _fetch_all(run, sql)) for name, sql in self._bound.items())
+            return dict((name, _fetch_all(run, sql)) for name, sql in bound.items())
         reads = run if self.read_pool is None else pgpool.statement_runner(
             self.read_pool, self.deadlines, self.password)
         return kv_statements.ops(run, reads, kv_statements.templates(c.table, c.prepared),
-                                 self._bound, workload.scan_length)
+                                 bound, workload.scan_length)
 
     def _relational_ops(self, run):
         def op_create(key):
