@@ -21,7 +21,8 @@ Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own proce
   (8 greenlets on 8 connections and on 1, 64 on 8), and pgbench -S -M prepared (-j 1).
 
 Runs are interleaved round-robin (every client once per round, the order rotated
-each round), so the machine's noise hits all alike. The table gives medians with
+each round), so the machine's noise hits all alike: --rounds rounds (3), and at
+concurrency 1, where the clients' medians lie closest, --rounds-1 (9) shorter ones. The table gives medians with
 the range over rounds, client CPU per op, network syscalls per op (send/recv and
 read/write family, counted by perf_event tracepoints for the client process) and
 each client's ratio to gloaddriver (3.11) of the same round: the median and range
@@ -153,8 +154,11 @@ def run_tarantool(args, say):
         pin(args, server)
         admin = Connection(server.host, server.port, server.user, server.password).connect()
         n = 0
-        for r in range(args.rounds):
+        rounds = dict((c, args.rounds_1 if c == 1 else args.rounds) for c in conc)
+        for r in range(max(rounds.values())):
             for c in conc:
+                if r >= rounds[c]:
+                    continue
                 ops = args.ops_1 if c == 1 else args.ops
                 clients = tarantool_clients(args, c)
                 order = clients[r % len(clients):] + clients[:r % len(clients)]
@@ -369,10 +373,15 @@ def main():
     ap.add_argument('--peers311', required=True, help='python of the 3.x peers')
     ap.add_argument('--peers27', required=True, help='python of the 2.7 peers')
     ap.add_argument('--rounds', type=int, default=3)
+    # At 1 two clients' medians lie a few us apart, and a round's median moves by 10 or
+    # more from round to round (where the scheduler puts client and server): three rounds
+    # gave medians a microsecond or two apart from run to run. Nine shorter rounds, in about the
+    # time of four long ones, give the median of nine (docs/benchmarks.md).
+    ap.add_argument('--rounds-1', type=int, default=9, help='rounds at concurrency 1')
     ap.add_argument('--ops', type=int, default=50000, help='ops per phase (Tarantool)')
-    # At 1 and on PostgreSQL a phase of the old defaults (10,000 and 50,000 ops) lasted
-    # about a second, and the criteria there are a microsecond or a few per cent: 3 s a phase.
-    ap.add_argument('--ops-1', type=int, default=30000, help='ops per phase at concurrency 1')
+    # On PostgreSQL a phase of the old default (50,000 ops) lasted about a second, and the
+    # criterion there is a few per cent: 3 s a phase. At 1, 1.5 s a phase, nine times.
+    ap.add_argument('--ops-1', type=int, default=15000, help='ops per phase at concurrency 1')
     ap.add_argument('--concurrency', default='1,10,100')
     ap.add_argument('--value-size', type=int, default=1536)
     ap.add_argument('--pg-ops', type=int, default=150000)
@@ -414,11 +423,11 @@ def main():
     if 'postgres' in backends:
         runs += run_postgres(args, say)
     rows = summarize(runs)
-    print('bench-peers %s, %d cores, %d rounds interleaved; Tarantool: %s ops per phase '
-          '(%s at concurrency 1), %d-byte values, wal_mode=none, one connection; PostgreSQL: '
-          'kv point selects, %d connections, %s ops%s' % (
-              started, os.sysconf('SC_NPROCESSORS_ONLN'), args.rounds, '{:,}'.format(args.ops),
-              '{:,}'.format(args.ops_1), args.value_size, args.pg_conns,
+    print('bench-peers %s, %d cores, %d rounds interleaved (%d at concurrency 1); Tarantool: '
+          '%s ops per phase (%s at concurrency 1), %d-byte values, wal_mode=none, one '
+          'connection; PostgreSQL: kv point selects, %d connections, %s ops%s' % (
+              started, os.sysconf('SC_NPROCESSORS_ONLN'), args.rounds, args.rounds_1,
+              '{:,}'.format(args.ops), '{:,}'.format(args.ops_1), args.value_size, args.pg_conns,
               '{:,}'.format(args.pg_ops),
               '; --pin: each server on CPU 0, the clients on CPU 1' if args.pin else ''))
     print_table(rows)
