@@ -173,14 +173,16 @@ def test_bench_peers_table_and_json(tmpdir):
         '--python', sys.executable, '--python27', sys.executable, '--peers311', 'none',
         '--peers27', 'none', '--backends', 'tarantool', '--clients',
         'hub-driven style,gloaddriver --no-overlap', '--concurrency', '1,10', '--rounds', '1',
-        '--ops', '300', '--ops-1', '200', '--out', path])
+        '--rounds-1', '2', '--ops', '300', '--ops-1', '200', '--out', path])
     assert rc == 0, err
     data = json.load(open(path))
-    # At 1: the three and the blocking-socket loop (always there: the latency floor); at
-    # 10 the three and the raw pipelined loop (always there: the CPython floor).
-    assert len(data['runs']) == 8 and all(r['phases'] for r in data['runs'])
+    # At 1: the three and the blocking-socket loop (always there: the latency floor), in
+    # two rounds (--rounds-1); at 10 the three and the raw pipelined loop (always there:
+    # the CPython floor), in one.
+    assert len(data['runs']) == 12 and all(r['phases'] for r in data['runs'])
     rows = data['table']
     assert len(rows) == 32 and all(r['errors'] == 0 for r in rows)
+    assert set((r['concurrency'], r['rounds']) for r in rows) == set([(1, 2), (10, 1)])
     assert set(r['client'] for r in rows if r['concurrency'] == 10) == set([
         'gloaddriver', 'hub-driven style', 'gloaddriver --no-overlap', 'raw pipelined loop'])
     assert all(r['ratio'] > 0 for r in rows) and 'x gloaddriver' in out and '+p50us' in out
