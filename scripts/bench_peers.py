@@ -22,8 +22,8 @@ Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own proce
 
 Runs are interleaved round-robin (every client once per round, the order rotated
 each round), so the machine's noise hits all alike: --rounds rounds (5), and at
-concurrency 1, where the clients' medians lie closest, --rounds-1 (9) shorter ones. The table gives medians with
-the range over rounds, client CPU per op, network syscalls per op (send/recv and
+concurrency 1, where the clients' medians lie closest, --rounds-1 (9) shorter ones.
+The table gives medians with the range over rounds, client CPU per op, network syscalls per op (send/recv and
 read/write family, counted by perf_event tracepoints for the client process) and
 each client's ratio to gloaddriver (3.11) of the same round: the median and range
 of those ratios. JSON goes to bench-results/peers-*.json.
@@ -377,9 +377,9 @@ def main():
     # the median of five such rounds, not three.
     ap.add_argument('--rounds', type=int, default=5)
     # At 1 two clients' medians lie a few us apart, and a round's median moves by 10 or
-    # more from round to round (where the scheduler puts client and server): three rounds
-    # gave medians a microsecond or two apart from run to run. Nine shorter rounds, in about the
-    # time of four long ones, give the median of nine (docs/benchmarks.md).
+    # more from round to round (where the scheduler puts client and server): three
+    # rounds gave medians a microsecond or two apart from run to run. Nine shorter
+    # rounds, in about the time of four long ones (docs/benchmarks.md).
     ap.add_argument('--rounds-1', type=int, default=9, help='rounds at concurrency 1')
     ap.add_argument('--ops', type=int, default=50000, help='ops per phase (Tarantool)')
     # On PostgreSQL a phase of the old default (50,000 ops) lasted about a second, and the
