@@ -23,10 +23,10 @@ Tarantool (wal_mode=none) and one private PostgreSQL; every run is its own proce
 Runs are interleaved round-robin (every client once per round, the order rotated
 each round), so the machine's noise hits all alike: --rounds rounds (5), and at
 concurrency 1, where the clients' medians lie closest, --rounds-1 (9) shorter ones.
-The table gives medians with the range over rounds, client CPU per op, network syscalls per op (send/recv and
-read/write family, counted by perf_event tracepoints for the client process) and
-each client's ratio to gloaddriver (3.11) of the same round: the median and range
-of those ratios. JSON goes to bench-results/peers-*.json.
+The table gives medians with the range over rounds, client CPU per op, network
+syscalls per op (send/recv and read/write family, counted by perf_event tracepoints
+for the client process) and each client's ratio to gloaddriver (3.11) of the same
+round: the median and range of those ratios. JSON goes to bench-results/peers-*.json.
 
 The adapters of the asyncio peers are Python 3 programs (``scripts/peers/*.py3``):
 async/await is their clients' only interface, and 2.7 cannot parse it. Everything
