@@ -378,15 +378,16 @@ def main():
     ap.add_argument('--rounds', type=int, default=5)
     # At 1 two clients' medians lie a few us apart, and a round's median moves by 10 or
     # more from round to round (where the scheduler puts client and server): three
-    # rounds gave medians a microsecond or two apart from run to run. Nine shorter
-    # rounds, in about the time of four long ones (docs/benchmarks.md).
+    # rounds gave medians a microsecond or two apart from run to run. Nine rounds of
+    # half the ops (1.5 s a phase) cost the ops of four and a half long ones
+    # (docs/benchmarks.md).
     ap.add_argument('--rounds-1', type=int, default=9, help='rounds at concurrency 1')
     ap.add_argument('--ops', type=int, default=50000, help='ops per phase (Tarantool)')
-    # On PostgreSQL a phase of the old default (50,000 ops) lasted about a second, and the
-    # criterion there is a few per cent: 3 s a phase. At 1, 1.5 s a phase, nine times.
     ap.add_argument('--ops-1', type=int, default=15000, help='ops per phase at concurrency 1')
     ap.add_argument('--concurrency', default='1,10,100')
     ap.add_argument('--value-size', type=int, default=1536)
+    # A phase of the old default (50,000 ops) lasted about a second, and the criterion
+    # here is a few per cent: 3 s a phase.
     ap.add_argument('--pg-ops', type=int, default=150000)
     ap.add_argument('--pg-keys', type=int, default=100000)
     ap.add_argument('--pg-conns', type=int, default=8)
