@@ -505,3 +505,61 @@ def test_garbage_in_reply_to_the_login_is_a_connect_error():
         assert 'does not speak IPROTO' in str(e.value)
     finally:
         server.stop()
+
+
+def test_a_chunks_callers_wake_each_other_and_each_gets_its_own_reply(tarantool, space):
+    """The replies of a chunk are a chain: a caller that parks switches straight to the
+    next reply's caller. Every caller still gets its own reply or its own error, with
+    callers that park elsewhere (a sleep, a second connection) in the middle of it."""
+    import greenlet
+    conn, other = connect(tarantool), connect(tarantool)
+    try:
+        sid = conn.space_id(space)
+        n, per = 100, 40
+        hub = gevent.get_hub()
+        switches = {'worker to worker': 0, 'all': 0}
+
+        def trace(event, args):
+            if event in ('switch', 'throw'):
+                switches['all'] += 1
+                if hub not in args and all(isinstance(g, gevent.Greenlet) for g in args):
+                    switches['worker to worker'] += 1
+
+        def work(i):
+            got = []
+            for j in range(per):
+                key = i * per + j
+                conn.insert(sid, [key, u'v%d' % key])
+                try:
+                    conn.insert(sid, [key, u'again'])     # an error reply in the chain
+                except errors.ServerError as e:
+                    got.append(('duplicate', e.code))
+                got.append(conn.select(sid, [key])[0][1])
+                if i % 10 == 0:
+                    gevent.sleep(0)                   # parked outside the chain
+                if i % 10 == 1:
+                    got.append(other.select(sid, [key])[0][1])   # on another socket
+            return got
+
+        greenlet.settrace(trace)
+        try:
+            workers = [gevent.spawn(work, i) for i in range(n)]
+            gevent.joinall(workers, raise_error=True)
+        finally:
+            greenlet.settrace(None)
+        for i, g in enumerate(workers):
+            keys = range(i * per, (i + 1) * per)
+            expect = []
+            for key in keys:
+                expect += [('duplicate', 3), u'v%d' % key]
+                if i % 10 == 1:
+                    expect.append(u'v%d' % key)
+            assert g.value == expect, i
+        ops = n * per * 3
+        # Through the hub a reply costs two switches; in a chain, about one.
+        assert switches['worker to worker'] > ops / 2, switches
+        assert switches['all'] < 1.5 * ops, (switches, ops)
+        assert conn.stats()['late'] == 0 and conn.reconnects == 0
+    finally:
+        conn.close()
+        other.close()

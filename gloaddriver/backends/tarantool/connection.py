@@ -23,7 +23,10 @@ How a request travels (docs/connectors.md says why):
   turn every millisecond (a timer due waits 2 ms at most), and a reply slower than
   1 ms is the hub's as always;
 * an io watcher's callback, run by the hub, ``recv_into``s a large reusable
-  buffer, cuts it into replies and switches to each waiting caller in turn.
+  buffer, cuts it into replies and wakes their callers in turn: the chunk's
+  replies are a chain (``_chain``) its callers share, each caller that parks
+  switching straight to the next reply's caller (``_await_reply``), the last to
+  the hub, so a reply costs one greenlet switch, not two through the hub.
   No reader or writer greenlet: a switch to one per chunk and per batch would
   cost more than the callbacks, and a woken caller runs at once instead of
   after a hub callback queued for it;
@@ -59,6 +62,7 @@ import socket
 import sys
 
 import gevent
+import greenlet
 from gevent.hub import Waiter, getcurrent
 from gevent.monkey import get_original
 
@@ -101,6 +105,8 @@ class Connection(SharedSocket):
         # empty finds nothing else ready to run. Without it (another gevent loop) the
         # single-waiter path is off: a true tuple never empties.
         self._hub_callbacks = getattr(self._hub.loop, '_callbacks', (None,))
+        self._chain = None      # the replies of the chunk being handed out (_reader)
+        self._follow = False
         self.alone = self.whole = 0
         self._crowd = 0         # the most requests in flight at once this tick
         # A request that finds fewer in flight is sent at once: AT_ONCE_BELOW while the
@@ -221,7 +227,7 @@ class Connection(SharedSocket):
             # all, after every caller woken in this loop pass has appended.
             self._flush_pending = True
             self._callback(self._flush)
-        return _await_reply(self._hub, waiters, sync)
+        return _await_reply(self, waiters, sync)
 
     def rows_frame(self, code, parts):
         """``rows_request`` for a body the caller packed itself (packed.py), as a tuple
@@ -249,7 +255,7 @@ class Connection(SharedSocket):
         elif not self._flush_pending:
             self._flush_pending = True
             self._callback(self._flush)
-        return _await_reply(self._hub, waiters, sync)
+        return _await_reply(self, waiters, sync)
 
     def _space(self, space):
         return space if space.__class__ is int else self.space_id(space)
@@ -475,9 +481,9 @@ class Connection(SharedSocket):
         """The read watcher's callback for ``sock``: runs in the hub.
 
         Reads what is there, has the socket's ``replies.ReplyParser`` cut it into
-        replies (bodies kept as bytes: protocol.Rows), and switches to each waiting
-        caller in turn; each runs until it parks again, usually after appending its
-        next request. A read that fills the buffer is followed by another at once;
+        replies (bodies kept as bytes: protocol.Rows), and wakes their callers in
+        turn; each runs until it parks again, usually after appending its next
+        request, and parking wakes the next caller of the chain (``_await_reply``). A read that fills the buffer is followed by another at once;
         otherwise libev calls again when there is more.
         """
         buf = bytearray(self.read_buffer)
@@ -488,7 +494,7 @@ class Connection(SharedSocket):
         recv_into = raw.recv_into
         read_some = self._read_some
         overlap = self.overlap
-        follow = self.want == 'leader' and len(self.addresses) > 1
+        self._follow = follow = self.want == 'leader' and len(self.addresses) > 1
         OK, CHUNK = P.OK, P.CHUNK   # locals: used per reply
         self._send_alone = self._alone(sock, raw, buf, view, parser, follow)
 
@@ -504,17 +510,21 @@ class Connection(SharedSocket):
                     # The stream can no longer be trusted: fail every waiter now
                     # rather than leave them to time out one by one.
                     return self._lost(sock, e)
+                count = len(replies)
                 # Overlap: in a chunk of OVERLAP_MIN replies or more, send the first
                 # half's next requests while the second half is still being woken,
-                # so the server works while the client does.
-                count = len(replies)
-                flush_at = count >> 1 if overlap and count >= OVERLAP_MIN else -1
-                i = 0
-                for sync, code, body in replies:
-                    i += 1
+                # so the server works while the client does (_FLUSH_MARK, mid-chunk).
+                if overlap and count >= OVERLAP_MIN:
+                    replies.insert(count >> 1, _FLUSH_MARK)
+                # The chunk's replies are a chain its callers share (_await_reply): a
+                # caller that parks wakes the next one itself, so a reply costs one
+                # greenlet switch instead of two through the hub. The hub goes on with
+                # the chain wherever it gets its turn back.
+                self._chain = chain = iter(replies)
+                for sync, code, body in chain:
                     waiter = waiters.pop(sync, None)
                     if waiter is None:
-                        self.late += 1
+                        self._unwaited(sync)
                         continue
                     if code == OK:
                         waiter.switch(body)
@@ -523,22 +533,34 @@ class Connection(SharedSocket):
                         waiters[sync] = waiter
                         continue
                     else:
-                        waiter.throw(body)   # the reply's error (replies.ReplyParser)
-                        if follow and getattr(body, 'code', None) == P.ER_READONLY:
-                            # Demoted in place (an orchestrator's switchover): the
-                            # writable member is another one now.
-                            return self._lost(sock, errors.NetworkError(
-                                'Tarantool at %s is read-only now' % self.address))
+                        self._refused(waiter, body)
                     if self._sock is not sock:
-                        return   # a woken caller closed the connection
-                    if i == flush_at:
-                        self._flush()
+                        return   # a woken caller closed the connection, or it was lost
+                self._chain = None
                 self.responses += count
                 if self._room_waiters and len(waiters) < self.max_pending:
                     self._wake_room()
                 if n < size:
                     return
         return on_readable
+
+    def _unwaited(self, sync):
+        """A chain's entry without a waiter: the overlap's mark (send what the first
+        half's callers appended), or the reply to a request whose caller left."""
+        if sync is _FLUSH_MARK[0]:
+            self._flush()
+        else:
+            self.late += 1
+
+    def _refused(self, waiter, body):
+        """Throw a reply's error into its caller (a switch to it, from the hub or from
+        a caller of the chain). With several addresses, ER_READONLY means this member
+        was demoted in place (an orchestrator's switchover): the writable member is
+        another one now, so the socket is given up first."""
+        if self._follow and getattr(body, 'code', None) == P.ER_READONLY:
+            self._lost(self._sock, errors.NetworkError('Tarantool at %s is read-only now'
+                                                       % self.address))
+        return _throw(waiter, body)
 
     def _wake_room(self):
         room, self._room_waiters = self._room_waiters, []
@@ -592,6 +614,7 @@ class Connection(SharedSocket):
         each with its own exception object (one shared instance would accumulate
         tracebacks across greenlets)."""
         pending, self._waiters = self._waiters, {}
+        self._chain = None      # its replies' callers are among the pending
         self._callback(self._fail_all, pending, exc.__class__, str(exc))
         self._wake_room()
 
@@ -644,21 +667,44 @@ AT_ONCE_BELOW = 12
 ALONE_WAIT = 1
 ALONE_TURN = 0.001
 _PARK = object()
+# The overlap's mark in a chunk's chain of replies: a sync no request has.
+_FLUSH_MARK = (object(), None, None)
+_OK, _CHUNK = P.OK, P.CHUNK
+# The plain greenlet's throw: gevent's Greenlet.throw returns None, not the value that
+# later switches back into the thrower, and a caller of the chain parks by throwing.
+_throw = greenlet.greenlet.throw
 _WAIT_ERRORS = (socket.error, OSError, select.error)
 _poll = get_original('select', 'poll')
 _POLLIN = select.POLLIN
 
 
-def _await_reply(hub, waiters, sync):
-    """Park until the reader hands over the reply (or an error is thrown in).
+def _await_reply(conn, waiters, sync):
+    """Park until the reply comes (or an error is thrown in).
 
-    A function of its own so that a wall-clock profile shows the time spent
-    waiting for the server under this name, not as the caller's own work.
-    Woken by anything but the connection (a timeout or kill from outside), the
-    caller takes its entry out itself, so nothing is thrown into it later.
+    While the hub's reader is waking the callers of a chunk (``conn._chain``), the
+    caller wakes the next one of them itself and parks by that switch; the last one
+    of the chunk, or any caller outside a chunk, parks by switching to the hub.
+    Whoever wakes a caller has popped its entry first. A function of its own so that a
+    wall-clock profile shows the time spent waiting for the server under this name,
+    not as the caller's own work. Woken by anything but the connection (a timeout or
+    kill from outside), the caller takes its entry out itself, so nothing is thrown
+    into it later.
     """
     try:
-        return hub.switch()
+        chain = conn._chain
+        if chain is not None:
+            for s, code, body in chain:
+                waiter = waiters.pop(s, None)
+                if waiter is None:
+                    conn._unwaited(s)
+                elif code == _OK:
+                    return waiter.switch(body)
+                elif code == _CHUNK:
+                    conn.pushes += 1
+                    waiters[s] = waiter
+                else:
+                    return conn._refused(waiter, body)
+        return conn._hub.switch()
     except BaseException:
         waiters.pop(sync, None)
         raise
