@@ -483,8 +483,9 @@ class Connection(SharedSocket):
         Reads what is there, has the socket's ``replies.ReplyParser`` cut it into
         replies (bodies kept as bytes: protocol.Rows), and wakes their callers in
         turn; each runs until it parks again, usually after appending its next
-        request, and parking wakes the next caller of the chain (``_await_reply``). A read that fills the buffer is followed by another at once;
-        otherwise libev calls again when there is more.
+        request, and parking wakes the next caller of the chain (``_await_reply``).
+        A read that fills the buffer is followed by another at once; otherwise libev
+        calls again when there is more.
         """
         buf = bytearray(self.read_buffer)
         view = memoryview(buf)
