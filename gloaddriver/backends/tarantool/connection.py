@@ -523,7 +523,7 @@ class Connection(SharedSocket):
                 # greenlet switch instead of two through the hub. The hub goes on with
                 # the chain wherever it gets its turn back.
                 self._chain = chain = iter(replies)
-                for sync, code, body in chain:
+                for sync, code, body in chain:      # the cases of _await_reply's loop
                     waiter = waiters.pop(sync, None)
                     if waiter is None:
                         self._unwaited(sync)
@@ -699,6 +699,8 @@ def _await_reply(conn, waiters, sync):
     try:
         chain = conn._chain
         if chain is not None:
+            # The cases of the reader's own loop (Connection._reader), written out here,
+            # not shared through a function: that would be one more call per op.
             for s, code, body in chain:
                 waiter = waiters.pop(s, None)
                 if waiter is None:
