@@ -8,6 +8,37 @@ import argparse
 from collections import namedtuple
 
 
+class WholeFlags(object):
+    """An argparse parser mixin that refuses abbreviated long flags (``--green 3`` for
+    ``--greenlets 3``) on every interpreter. Flags are typed into scripts and CI files:
+    a prefix that matches one flag today matches two, or another one, when a flag is
+    added. Python 3.5's ``allow_abbrev=False`` does this, but 2.7's argparse has no such
+    switch, so the prefix matches argparse finds are dropped here instead, the same way
+    on every interpreter. A short flag with its value attached (``-c8``) is not an
+    abbreviation and still parses."""
+
+    def _get_option_tuples(self, option_string):
+        found = argparse.ArgumentParser._get_option_tuples(self, option_string)
+        chars = self.prefix_chars
+        # (The tuples are (action, flag, value) up to 3.12 and (action, flag, sep, value)
+        # after: the flag is the second item in both.)
+        kept = [t for t in found if len(t[1]) == 2 and t[1][1] not in chars and
+                option_string.startswith(t[1])]
+        if found and not kept:
+            given = option_string.split('=', 1)[0]
+            whole = sorted(set(t[1] for t in found))
+            named = ' or '.join(whole) if len(whole) <= 3 else '%s, ... (%d flags)' % (
+                ', '.join(whole[:3]), len(whole))
+            self.error('%s is not a flag: write it whole (%s); abbreviations are refused, '
+                       'as a prefix that matches one flag today may match another tomorrow'
+                       % (given, named))
+        return kept
+
+
+class WholeFlagsParser(WholeFlags, argparse.ArgumentParser):
+    """argparse's parser, refusing abbreviated flags (the subcommands' parsers)."""
+
+
 def last_value(argv, flag):
     """The text of ``flag`` in a command line as argparse reads it (``--f V`` or
     ``--f=V``; the last one given wins), or None when it is not there."""

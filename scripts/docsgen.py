@@ -148,6 +148,11 @@ they say what `--help` says. `gloaddriver pgbench` takes pgbench's own flags (se
   they are refused with one line and exit 2. So are `--profile-clock` and `--profiler`
   without `--callgrind` or `--pstats`.
 * The password is masked in the result's `argv` and never printed.
+* Flags are written whole: an abbreviation (`--green 3` for `--greenlets 3`) is refused
+  with one line naming the whole flag and exit 2, on every interpreter, here and in the
+  subcommands. A prefix that names one flag today could name another once a flag is
+  added, and a script or CI file that used it would change meaning unseen. (`gloaddriver
+  pgbench` takes unique prefixes of pgbench's long flags, as pgbench does.)
 
 Some flags say more than fits in a help line:
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from gloaddriver import backends, errors
+from gloaddriver import backends, converters, errors
 from gloaddriver.compat.interpreters import runs_gloaddriver
 from gloaddriver.report.results import differential_page, flamegraph_moves
 from gloaddriver.run.sampler import find_tool
@@ -396,7 +396,7 @@ def _throughput(a, b, row):
 # -- main -------------------------------------------------------------------------------
 
 def parse(argv):
-    ap = argparse.ArgumentParser(prog='gloaddriver compat', description=__doc__.split('\n')[0])
+    ap = converters.WholeFlagsParser(prog='gloaddriver compat', description=__doc__.split('\n')[0])
     ap.add_argument('--python', action='append', required=True,
                     help='an interpreter that runs gloaddriver: a path (a virtualenv\'s '
                          'bin/python, where gloaddriver and its dependencies are installed), '

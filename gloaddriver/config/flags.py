@@ -81,7 +81,10 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescription
         return argparse.ArgumentDefaultsHelpFormatter._get_help_string(self, action)
 
 
-class Parser(argparse.ArgumentParser):
+class Parser(converters.WholeFlags, argparse.ArgumentParser):
+    """Refuses abbreviated flags (converters.WholeFlags) and says what is wrong in one
+    line."""
+
     def error(self, message):
         # One line, no usage dump: what is wrong and where to look.
         sys.stderr.write('gloaddriver: error: %s (see --help)\n' % message)

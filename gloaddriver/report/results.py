@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from gloaddriver import errors
+from gloaddriver import converters, errors
 from gloaddriver.measure import flamegraph, run_result
 from gloaddriver.report import text
 
@@ -214,7 +214,7 @@ def _f(v, digits=3):
 def main(command, argv):
     from gloaddriver.report import html, output
     if command == 'compare':
-        ap = argparse.ArgumentParser(prog='gloaddriver compare',
+        ap = converters.WholeFlagsParser(prog='gloaddriver compare',
                                      description='compare result files side by side')
         ap.add_argument('files', nargs='+')
         ap.add_argument('--flamegraph-diff', metavar='DIR', default=None,
@@ -239,14 +239,14 @@ def main(command, argv):
                               'A (%s)' % args.files[0], sys.stdout)
         return code
     if command == 'html':
-        ap = argparse.ArgumentParser(prog='gloaddriver html',
+        ap = converters.WholeFlagsParser(prog='gloaddriver html',
                                      description='an HTML report from a result file')
         ap.add_argument('result')
         ap.add_argument('out', help='the HTML file to write')
         args = ap.parse_args(argv)
         html.write(load(args.result), args.out)
         return 0
-    ap = argparse.ArgumentParser(prog='gloaddriver merge',
+    ap = converters.WholeFlagsParser(prog='gloaddriver merge',
                                  description='merge the results of shards that ran together')
     ap.add_argument('files', nargs='+')
     ap.add_argument('--json', default=None, help='write the merged result here')

@@ -25,8 +25,8 @@ def load():
 
 def main(argv, out=None):
     """``gloaddriver schema``: print the schema to stdout."""
-    import argparse
-    ap = argparse.ArgumentParser(prog='gloaddriver schema',
+    from gloaddriver import converters
+    ap = converters.WholeFlagsParser(prog='gloaddriver schema',
                                  description='print the JSON Schema of a result file')
     ap.parse_args(argv)
     out = out if out is not None else sys.stdout
