@@ -366,7 +366,8 @@ def builtin_name(prefix):
 
 def _scripts(args):
     """(the Settings' scripts, the --script/--builtin flags): files first, then the
-    built-ins, as gloaddriver numbers them; tpcb-like when none is given. Each script's
+    built-ins, as gloaddriver numbers them; tpcb-like only when no script at all is
+    named (as pgbench: ``-f FILE`` runs FILE alone, ``-f FILE -S`` both). Each script's
     op name follows gloaddriver's rule: a file's base name, a built-in's name, a name
     twice numbered by position."""
     found, argv = [], []
@@ -377,7 +378,7 @@ def _scripts(args):
                                      'whose names have no comma' % spec)
         found.append((os.path.splitext(os.path.basename(path))[0], path, weight))
         argv += ['--script', spec]
-    for spec in args.builtins or ('tpcb-like',):
+    for spec in args.builtins or (() if args.files else ('tpcb-like',)):
         prefix, weight = _split_weight('-b', spec)
         name = builtin_name(prefix)
         found.append((name, builtin_label(name), weight))

@@ -224,6 +224,47 @@ def test_threads_are_processes_and_r_reports_each_statement(pg):
     assert counts(pg)[3] == 100      # one history row per transaction
 
 
+HOT_SQL = ('\\set aid random(1, 100000 * :scale)\n'
+           'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n')
+
+
+def scripts_said(out):
+    """The summary's "SQL script N: LABEL" lines, as (N, LABEL)."""
+    return re.findall(r'^SQL script (\d+): (.+)$', out, re.M)
+
+
+@pytest.mark.parametrize('weight', ['', '@1'])
+def test_a_script_file_alone_runs_alone_as_under_pgbench(pg, tmpdir, weight):
+    # The built-in default (TPC-B) applies only when no script is named: -f hot.sql ran
+    # both, half the transactions each, under "transaction type: multiple scripts".
+    table_made(pg, 'dtGvp')
+    hot = tmpdir.join('hot.sql')
+    hot.write(HOT_SQL)
+    rc, real = real_pgbench(pg, '-n', '-c', '2', '-t', '5', '-f', str(hot) + weight)
+    assert rc == 0, real
+    rc, out, err = gloaddriver_pgbench(pg, '-n', '-c', '2', '-t', '5', '-f', str(hot) + weight)
+    assert rc == 0, err
+    got = parse_pgbench(out)
+    assert got['type'] == parse_pgbench(real)['type'] == str(hot)
+    assert got['processed'] == parse_pgbench(real)['processed'] == ('10', '10')
+    assert not scripts_said(out) and not scripts_said(real)
+    assert counts(pg)[3] == 0     # TPC-B's history insert never ran
+
+
+def test_a_script_file_and_a_builtin_run_both_as_under_pgbench(pg, tmpdir):
+    table_made(pg, 'dtGvp')
+    hot = tmpdir.join('hot.sql')
+    hot.write(HOT_SQL)
+    args = ('-n', '-c', '2', '-t', '10', '-f', str(hot), '-b', 'select-only')
+    rc, real = real_pgbench(pg, *args)
+    assert rc == 0, real
+    rc, out, err = gloaddriver_pgbench(pg, *args)
+    assert rc == 0, err
+    assert parse_pgbench(out)['type'] == parse_pgbench(real)['type'] == 'multiple scripts'
+    assert scripts_said(out) == scripts_said(real) == [
+        ('1', str(hot)), ('2', '<builtin: select only>')]
+
+
 @pytest.mark.parametrize('args,words', [
     (['--partitions', '4'], ['--partitions']),
     (['-c', '3', '-j', '2'], ['-c 3', '-j 2']),

@@ -96,6 +96,16 @@ def test_settings_say_what_the_summary_prints():
     assert plan('-P', '1').settings.detailed and not plan('-t', '5').settings.detailed
 
 
+def test_a_named_script_replaces_the_builtin_default():
+    # pgbench runs TPC-B only when no script is named at all.
+    s = plan('-f', 'x/hot.sql').settings
+    assert [(x.name, x.label, x.weight) for x in s.scripts] == [('hot', 'x/hot.sql', 1)]
+    assert '--builtin' not in flags('-f', 'x/hot.sql@1')
+    s = plan('-f', 'x/hot.sql', '-b', 'select-only').settings
+    assert [x.name for x in s.scripts] == ['hot', 'select-only']
+    assert [x.name for x in plan('-t', '5').settings.scripts] == ['tpcb-like']
+
+
 def test_init_mode():
     p = plan('-i')
     assert (p.mode, p.argv, p.init) == ('init', None, pgbench_args.Init(
