@@ -5,7 +5,7 @@ scripts/lib.sh's ``ensure_venv`` runs it; so can anyone who wants a checkout's
 environment to hand ``gloaddriver compat --python``.
 
 One layout: .venv/pyXY (.venv/py27, .venv/py311, .venv/py313), each with this
-checkout installed once as ``pip install -e ROOT[profile,test]``. A stamp file
+checkout installed once as ``pip install -e ROOT[profile,test,sqlalchemy]``. A stamp file
 in it holds the POSIX cksum of setup.cfg + setup.py (what the first, shell version
 of this helper wrote), then the C sources the install compiles; when they change,
 the environment is made again. 2.7 has no venv module: virtualenv < 20.16 makes
@@ -32,7 +32,7 @@ from gloaddriver.compat.interpreters import find, version_of  # noqa: E402
 
 VENVS = os.path.join(ROOT, '.venv')
 STAMP = '.gloaddriver-installed'
-INSTALL = ROOT + '[profile,test]'
+INSTALL = ROOT + '[profile,test,sqlalchemy]'
 
 
 class EnvError(Exception):

@@ -35,8 +35,9 @@ end ``close()``. Its rules:
   nothing, a user's function without a return).
 * A failed op raises an :class:`gloaddriver.errors.OpError` whose ``kind``
   keys the error counts (``network``, ``timeout``, ``server:<code>``); any
-  other exception is counted as ``client:<class name>``. Nothing escapes the
-  count.
+  other exception is counted as ``client:<class name>``, unless ``op_error``
+  finds the OpError it wraps (a library's error around the server's). Nothing
+  escapes the count.
 * A result must be packable by msgpack (list, tuple, int, text, bytes, None;
   or iterable) for ``--checksum``.
 * A backend whose work is not one op per key (a bulk loader) returns its own
@@ -88,6 +89,11 @@ class Kind(object):
     def options(self, args):
         """This kind's options from the parsed flags (all groups, so that checks
         spanning both can be made); raise ConfigError when wrong."""
+        return None
+
+    def default_ops(self, args):
+        """Ops per phase when neither --ops nor --duration is given, for a workload of
+        a set size; None: the driver's default."""
         return None
 
     def phases(self, opts, phases, mix, load):
@@ -171,6 +177,12 @@ class Backend(object):
         server's client as its users know it."""
         raise errors.ConfigError('--workload-file is not supported by --backend %s'
                                  % self.config.backend)
+
+    def op_error(self, exc):
+        """A failed op's exception that is not an OpError (one the client library the ops
+        use raised: an ORM's) as the OpError it means, or ``exc`` itself. Called on the
+        error path only, before the failure is counted."""
+        return exc
 
     def io_counts(self):
         """Cumulative connector counters (sends, recvs, requests, responses,

@@ -167,6 +167,20 @@ def _shard(text, environ):
     return int(m.group(1)), int(m.group(2))
 
 
+def _keys(args, shard):
+    """--keys, or its default: --ops (100000 when the phases have no op limit). A shard
+    runs --ops of its own on its own part of the key space, so for shard I/N the default
+    is N x --ops: each shard's part is then --ops keys, and its inserts fill it exactly
+    (with --keys equal to --ops, a shard owned --ops/N keys and ran --ops inserts: the
+    rest failed as duplicates). --processes splits one --ops among its children and
+    gives them --keys, so their shares agree the same way."""
+    if args.keys:
+        return args.keys
+    if args.ops and shard:
+        return args.ops * shard[1]
+    return args.ops or 100000
+
+
 def _check_shard(shard, keys):
     if shard and keys < shard[1]:
         raise errors.ConfigError('--shard %d/%d needs --keys of at least %d, or shards would '
@@ -185,7 +199,7 @@ def parse(argv=None, environ=None):
     kind = backends.get(args.backend)
     _foreign_flags(args, kind)
     find_max.check_flags(args)
-    stages = _stages(args)
+    stages = _stages(args, kind)
     if args.greenlets is None:     # (--stages of greenlets have made it their peak)
         args.greenlets = DEFAULT_GREENLETS
 
@@ -215,19 +229,20 @@ def parse(argv=None, environ=None):
         raise errors.ConfigError('--interval must be above 0, and it goes with --progress 0 '
                                  '(with progress lines on, the timeline follows --progress)')
     opts = kind.options(args)
+    shard = _shard(args.shard, environ)
     if args.workload_file:
         phases = _user_phases(args)
     else:
         phases = _load_first(args, kind, opts, kind.phases(opts, args.phases, args.mix,
-                                                           args.load))
+                                                           args.load), _keys(args, shard))
     percentiles, fail_conditions = _thresholds(args, kind, opts, phases)
     load = Load(
         greenlets=args.greenlets, processes=args.processes, phases=phases, ops=args.ops,
-        duration=args.duration, warmup=args.warmup, keys=args.keys or args.ops or 100000,
+        duration=args.duration, warmup=args.warmup, keys=_keys(args, shard),
         distribution=args.distribution, value_size=args.value_size, seed=args.seed,
         checksum=args.checksum, rate=args.rate, arrival=args.arrival or 'constant',
         latency_limit=args.latency_limit / 1000.0 if args.latency_limit else None,
-        shard=_shard(args.shard, environ), workload_file=args.workload_file,
+        shard=shard, workload_file=args.workload_file,
         start_at=args.start_at, verify=args.verify, stages=stages, repeat=args.repeat,
         find_max=find_max.build(args, kind.judged_phases(opts, phases), percentiles))
     _check_shard(load.shard, load.keys)
@@ -262,16 +277,17 @@ def _output(args, percentiles, fail_conditions):
                   abort_window=args.abort_window, abort_grace=args.abort_grace)
 
 
-def _stages(args):
+def _stages(args, kind):
     """--stages, checked against the flags it meets. It changes three defaults: --ops
     (no limit: the stages end the phase), --greenlets (the highest target of a closed
     loop) and, for targets in ops/s, --rate (the highest target: the open loop runs
     as under --rate, on a schedule that follows the stages). Without --stages, --ops
-    defaults to 100000 unless --duration is given: then the time ends each phase (a
-    default op limit that came first would cut the asked-for time short, silently)."""
+    defaults to 100000 (or the workload's own size, ``Kind.default_ops``) unless
+    --duration is given: then the time ends each phase (a default op limit that came
+    first would cut the asked-for time short, silently)."""
     if args.stages is None:
         if args.ops is None:
-            args.ops = 0 if args.duration else 100000
+            args.ops = 0 if args.duration else (kind.default_ops(args) or 100000)
         return None
     try:
         stages = converters.stages(args.stages)
@@ -491,7 +507,7 @@ def _percentiles(text):
     return tuple(sorted(set(out)))
 
 
-def _load_first(args, kind, opts, phases):
+def _load_first(args, kind, opts, phases, keys):
     """A --mix of the built-in ops that reads keys, on a server --spawn has just made
     empty: a load phase first (YCSB's load), said, unless --load or --no-load was given
     or --spawn-init brings its own data. Otherwise every read would be a miss."""
@@ -503,7 +519,6 @@ def _load_first(args, kind, opts, phases):
     ops = [op for op, _w in phases[0].weights]
     if not set(ops) <= set(workload.OPS) or set(ops) <= set(['insert']):
         return phases
-    keys = args.keys or args.ops or 100000
     errors.say('note: the spawned server is empty: a load phase inserts the %d keys of '
                '--keys before the mix, as YCSB\'s load does (--no-load: run the mix on the '
                'empty server)' % keys)

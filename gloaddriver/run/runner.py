@@ -42,14 +42,16 @@ yield_to_hub = gevent.sleep
 class Budget(object):
     """Ops left in a phase; setting ``left`` to 0 stops every worker. ``watch`` is the
     phase's OutageWatch, which the error path tells of each failure; ``debug`` (--debug)
-    is told of the first failure of each kind, with its traceback at hand."""
-    __slots__ = ('left', 'reason', 'watch', 'debug')
+    is told of the first failure of each kind, with its traceback at hand; ``translate``
+    is the backend's ``op_error``: a client library's exception as the OpError it means."""
+    __slots__ = ('left', 'reason', 'watch', 'debug', 'translate')
 
-    def __init__(self, left, watch=None, debug=None):
+    def __init__(self, left, watch=None, debug=None, translate=None):
         self.left = left
         self.reason = None
         self.watch = watch
         self.debug = debug
+        self.translate = translate
 
     def stop(self, reason):
         self.left = 0
@@ -59,6 +61,8 @@ class Budget(object):
 
 def _failed(budget, st, exc, t0=None):
     """The error path of one op (kept out of the hot loop); t0: when the op began."""
+    if budget.translate is not None and not isinstance(exc, errors.OpError):
+        exc = budget.translate(exc)
     if budget.watch is not None:
         budget.watch.failed(exc, t0)
     if st.error(exc) and budget.debug is not None:
@@ -335,7 +339,7 @@ class Run(object):
     def _warmup(self):
         """Unrecorded selects so the hub, connections and caches are warm."""
         cfg = self.load
-        budget = self._budget = Budget(UNLIMITED)
+        budget = self._budget = Budget(UNLIMITED, translate=self.backend.op_error)
         st = stats.OpStats('warmup')
         workers = []
         for w in range(cfg.greenlets):
@@ -363,7 +367,7 @@ class Run(object):
         listener: a --find-max step's warm-up, so the server's queue left by the step
         before and the connections settle outside the measured window."""
         cfg = self.load
-        budget = self._budget = Budget(UNLIMITED)
+        budget = self._budget = Budget(UNLIMITED, translate=self.backend.op_error)
         ops = [stats.OpStats(name) for name, _w in spec.weights]
         for st in ops:
             st.open_loop()
@@ -396,7 +400,8 @@ class Run(object):
         ops = [stats.OpStats(name) for name, _w in spec.weights]
         keys = keys if keys is not None else self.keys.phase(spec)
         budget = self._budget = Budget(self.keys.limit(spec), debug=show_traceback
-                                       if self.output.debug else None)
+                                       if self.output.debug else None,
+                                       translate=self.backend.op_error)
         phase = self._phase(index, spec, ops, budget)
         self.backend.phase_started()
         self.hooks.start(phase)          # outside the window: not the client's figures

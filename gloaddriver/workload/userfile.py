@@ -59,8 +59,9 @@ _loaded = {}
 class UserWorkload(object):
     """The ops, weights and hooks of one workload file."""
 
-    def __init__(self, path, ops, weights, phases, hooks):
+    def __init__(self, path, ops, weights, phases, hooks, module=None):
         self.path = path
+        self.module = module      # the imported file, for a backend's look at its code
         self.ops = ops            # {name: function}, in the file's order
         self.names = tuple(ops)
         self.weights = weights    # {name: weight} or None
@@ -199,6 +200,6 @@ def load(path):
         hooks[hook] = fn
     from collections import OrderedDict
     loaded = UserWorkload(path, OrderedDict(ops), weights, list(phases) if phases else None,
-                          hooks)
+                          hooks, module)
     _loaded[key] = loaded
     return loaded

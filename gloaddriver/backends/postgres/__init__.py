@@ -25,9 +25,12 @@ Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk
 ScriptRun = namedtuple('ScriptRun', 'protocol max_tries per_statement defines scale '
                                     'connect_per_op tx_log sampling_rate')
 PROTOCOLS = ('simple', 'extended', 'prepared')
-WORKLOADS = ('kv', 'relational', 'bulk', 'toolbench')
+WORKLOADS = ('kv', 'relational', 'orm', 'bulk', 'toolbench')
 RELATIONAL_OPS = ('create', 'read')
 RELATIONAL_MIX = 'create=50,read=50'
+# --workload orm (orm_workload.py, which imports SQLAlchemy: named here so the flags are
+# judged without it): relational's two ops, and the ORM comparison's 35,000 by default.
+ORM_DEFAULT_OPS = 35000
 # --wait-callback: how psycopg2 yields to gevent (pool.install takes one of these).
 WAIT_CALLBACKS = ('cached', 'psycogreen')
 # The queries of asyncpg's driver benchmark: each is a phase of its own.
@@ -52,7 +55,9 @@ class Postgres(base.Kind):
         (('--workload',), dict(choices=WORKLOADS,
                                help='postgres: kv (the default; the Tarantool ops on a (id bigint, '
                                     'value text) table), relational (parent/child families: '
-                                    'create and read), bulk (load rows six ways), toolbench '
+                                    'create and read), orm (the same families through '
+                                    'SQLAlchemy\'s ORM, needs gloaddriver[sqlalchemy]), bulk '
+                                    '(load rows six ways), toolbench '
                                     '(pg_type, series, bytea, arrays reads)')),
         (('--table',), dict(help='postgres: kv table (default gloaddriver)')),
         (('--init',), dict(action='store_true',
@@ -158,6 +163,9 @@ class Postgres(base.Kind):
                                          '--script and --workload-file')
             kind = 'sql'
         script_run = _script_run(args, kind)
+        if kind == 'orm':
+            from gloaddriver.backends.postgres import sqla
+            sqla.need('--workload orm')
         if scripts:
             _check_variables(scripts, script_run.defines)
             from gloaddriver.backends.postgres import script_run as runs
@@ -198,7 +206,7 @@ class Postgres(base.Kind):
         if connector == 'pipelined':
             pool_size = args.pool_size or -(-args.greenlets // PIPELINED_PER_CONNECTION)
             _check_pipelined(args, kind, pool_size)
-        if args.verify and kind in ('relational', 'toolbench', 'script', 'file', 'sql'):
+        if args.verify and kind in ('relational', 'orm', 'toolbench', 'script', 'file', 'sql'):
             raise errors.ConfigError('--verify reads back what the kv workload wrote; %s writes '
                                      'what the driver cannot predict' % (
                                          {'script': '--script', 'file': 'a workload file',
@@ -211,6 +219,9 @@ class Postgres(base.Kind):
                        wait_callback=args.wait_callback or 'cached', scripts=scripts,
                        connector=connector, script_run=script_run,
                        session_init=args.session_init, decode=decode, sql=sql, fill=fill)
+
+    def default_ops(self, args):
+        return ORM_DEFAULT_OPS if args.workload == 'orm' else None
 
     def phases(self, opts, phases, mix, load):
         try:
@@ -228,10 +239,10 @@ class Postgres(base.Kind):
                     raise ValueError('--sql is the op of one phase: --phases, --mix and --load '
                                      'do not go with it')
                 return (workload.Phase('sql', (('sql', 1),)),)
-            if opts.workload == 'relational':
+            if opts.workload in ('relational', 'orm'):
                 if phases:
-                    raise ValueError('--workload relational is one mix phase; use '
-                                     '--mix create=W,read=W')
+                    raise ValueError('--workload %s is one mix phase; use '
+                                     '--mix create=W,read=W' % opts.workload)
                 return workload.phases_from(None, mix or RELATIONAL_MIX, load, RELATIONAL_OPS)
             if opts.workload == 'toolbench':
                 if load:

@@ -414,9 +414,17 @@ def name_monitor(item):
 
 def translate(exc, item, password):
     """A psycopg2 error as our exception; marks the connection broken when it is."""
-    pgcode = getattr(exc, 'pgcode', None)
-    if pgcode is None or item.conn.closed:
+    if getattr(exc, 'pgcode', None) is None or item.conn.closed:
         item.broken = True
+        return errors.NetworkError(scrub(exc, password) or exc.__class__.__name__)
+    return as_op_error(exc, password)
+
+
+def as_op_error(exc, password):
+    """A psycopg2 error as the OpError it means: a server error by its SQLSTATE, or,
+    without one, the connection lost."""
+    pgcode = getattr(exc, 'pgcode', None)
+    if pgcode is None:
         return errors.NetworkError(scrub(exc, password) or exc.__class__.__name__)
     message = (getattr(exc, 'pgerror', None) or str(exc)).strip().splitlines()
     return errors.ServerError(pgcode, message[0] if message else pgcode, is_outage(pgcode))

@@ -96,10 +96,24 @@ class Client(object):
     row or None. ``with db.transaction() as tx:`` holds one connection for
     ``tx.execute(...)`` calls between BEGIN and COMMIT (rolled back if the block
     raises). Parameters use psycopg2's ``%s`` / ``%(name)s`` style.
+
+    SQLAlchemy on the same pool (``sqla``): ``db.engine`` is the run's Engine, and
+    ``db.session(**options)`` a new ``Session`` on it (use it as ``with db.session()
+    as session:``; the options go to ``Session``).
     """
 
-    def __init__(self, held):
+    def __init__(self, held, engine=None):
         self._held = held
+        self._engine = engine     # () -> the run's Engine, made at the first call
+
+    @property
+    def engine(self):
+        return self._engine()     # without SQLAlchemy: a ConfigError saying what to install
+
+    def session(self, **options):
+        engine = self._engine()
+        from sqlalchemy.orm import Session
+        return Session(engine, **options)
 
     def execute(self, sql, params=None):
         with self._held() as item:

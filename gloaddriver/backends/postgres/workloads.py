@@ -181,6 +181,7 @@ class PostgresBackend(base.Backend):
         self._address = None
         self._io0 = None
         self._several_hosts = ',' in (dsn_address(dsn) or '')   # a multi-host DSN
+        self.engine = None         # SQLAlchemy's Engine on self.pool (orm, workload files)
         self.scale = None          # scripts: pgbench's :scale
         self.figures = None        # scripts: retries, failures, --per-statement
         self.tx_log = None         # scripts: --tx-log
@@ -221,7 +222,7 @@ class PostgresBackend(base.Backend):
                 self._check_scripts(item)
             elif self.opts.workload == 'sql':
                 self._check_sql(item)
-            elif self.opts.workload != 'file':   # a workload file brings its own schema
+            elif self.opts.workload not in ('file', 'orm'):   # a file brings its own schema
                 self._check_schema(item)
                 bound = self._bind(item.cur)
         finally:
@@ -229,10 +230,36 @@ class PostgresBackend(base.Backend):
             # counted in the pool's size.
             pgpool.forget(item.fd)
             item.conn.close()
+        if self.opts.workload == 'orm' or self.opts.workload == 'file' and _file_uses_orm(
+                self.config.load.workload_file):
+            self._open_engine()
         self._ops = self._make_ops(bound)
         for pool in (self.pool, self.read_pool):
             if pool is not None:
                 pool.fill(self.config.load.greenlets)
+        if self.engine is not None:
+            from gloaddriver.backends.postgres import sqla
+            sqla.warm(self.engine)
+
+    def _open_engine(self):
+        """SQLAlchemy's Engine on the pool; for --workload orm, its tables checked (made by
+        --init through the models' metadata) before the first op."""
+        from gloaddriver.backends.postgres import sqla
+        self.deadlines.start()
+        self.engine = sqla.engine(self.pool, self.deadlines)
+        if self.opts.workload != 'orm':
+            return
+        from gloaddriver.backends.postgres import orm_workload
+        try:
+            missing = orm_workload.missing(self.engine)
+            if missing and self.opts.init:
+                orm_workload.create_tables(self.engine)
+                missing = []
+        except Exception as e:
+            raise errors.SchemaError('--workload orm cannot check its tables: %s'
+                                     % pgpool.scrub(sqla.op_error(e, self.password), self.password))
+        if missing:
+            raise missing_tables(missing, orm_workload.schema_sql(self.engine))
 
     def _bind(self, cur):
         """What the ops' statements take from the run, quoted once by psycopg2 on a
@@ -327,6 +354,9 @@ class PostgresBackend(base.Backend):
             return None
         if c.workload == 'relational':
             return self._relational_ops(run)
+        if c.workload == 'orm':
+            from gloaddriver.backends.postgres import orm_workload
+            return orm_workload.ops(self.engine)
         if c.workload == 'toolbench':
             return dict((name, _fetch_all(run, sql)) for name, sql in bound.items())
         reads = run if self.read_pool is None else pgpool.statement_runner(
@@ -378,7 +408,18 @@ class PostgresBackend(base.Backend):
 
     def client(self, worker):
         from gloaddriver.backends.postgres import user
-        return user.Client(self._held)
+        return user.Client(self._held, self._file_engine)
+
+    def _file_engine(self):
+        """A workload file's ``db.engine``: made before the run when its code names it,
+        else here, at its first use."""
+        if self.engine is None:
+            self._open_engine()
+        return self.engine
+
+    def op_error(self, exc):
+        from gloaddriver.backends.postgres import sqla
+        return sqla.op_error(exc, self.password)
 
     def io_counts(self):
         return None
@@ -444,6 +485,14 @@ class PostgresBackend(base.Backend):
         self.pool.close()
         if self.read_pool is not None:
             self.read_pool.close()
+
+
+def _file_uses_orm(path):
+    """True when the workload file's code reads db.engine or db.session (its SQLAlchemy
+    is then needed before the run, not found missing by every op)."""
+    from gloaddriver.backends.postgres import sqla
+    from gloaddriver.workload import userfile
+    return sqla.uses_sqlalchemy(userfile.load(path).module)
 
 
 def _fetch_all(run, sql):
