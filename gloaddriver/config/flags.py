@@ -202,9 +202,10 @@ def build_parser(cls=None):
                    help='with --rate: skip ops already this far behind schedule and count them '
                         'as dropped (pgbench -R -L); default: send every op, however late')
     g.add_argument('--shard', default=None, metavar='I/N|auto',
-                   help='run shard I of N (0-based): keys [I*K/N, (I+1)*K/N) of --keys K, so '
-                        'hosts can share one key space; join the results with "gloaddriver '
-                        'merge". auto: I from $JOB_COMPLETION_INDEX (a Kubernetes Indexed '
+                   help='run shard I of N (0-based): keys [I*K/N, (I+1)*K/N) of --keys K '
+                        '(default N x --ops: --ops is each shard\'s, and so many keys its '
+                        'own), so hosts can share one key space; join the results with '
+                        '"gloaddriver merge". auto: I from $JOB_COMPLETION_INDEX (a Kubernetes Indexed '
                         'Job) or a Swarm job\'s $GLOADDRIVER_TASK_SLOT, N from '
                         '$GLOADDRIVER_SHARDS')
     g.add_argument('--start-at', type=float, default=None, metavar='UNIX_TIME',
@@ -234,7 +235,8 @@ def build_parser(cls=None):
     g.add_argument('--warmup', type=seconds, default=0, metavar='SECONDS',
                    help='unrecorded select load before the first phase')
     g.add_argument('--keys', type=positive_int, default=None, metavar='N',
-                   help='key space [0, N) (default: --ops, or 100000)')
+                   help='key space [0, N) (default: --ops, or 100000; with --shard I/N, '
+                        'N x --ops)')
     g.add_argument('--distribution', type=_distribution, default='sequential',
                    metavar='NAME[:P[:Q]]',
                    help='key choice for select/update/delete (insert phases are always '

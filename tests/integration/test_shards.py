@@ -11,7 +11,7 @@ import time
 from gloaddriver.backends.tarantool.server import TarantoolServer
 from gloaddriver.measure import stats
 from gloaddriver.report import results
-from tests.integration.conftest import ROOT, assert_accounted, run_cli
+from tests.integration.conftest import ROOT, assert_accounted, connect, run_cli
 from tests import result_schema
 
 N, OPS, KEYS = 2, 1000, 2000
@@ -57,3 +57,29 @@ def test_shard_auto_without_its_environment_is_one_line():
     rc, out, err, res = run_cli(['--shard', 'auto', '--ops', '10'],
                                 env={'JOB_COMPLETION_INDEX': '', 'GLOADDRIVER_SHARDS': ''})
     assert rc == 2 and err.count('\n') == 1 and 'JOB_COMPLETION_INDEX' in err
+
+
+def test_a_shard_alone_owns_as_many_keys_as_it_runs_ops():
+    # --shard I/N with --ops and no --keys: --keys was --ops, so a shard owned --ops/N
+    # keys and ran --ops inserts into them, half failing as duplicates (exit 1). Now the
+    # key space defaults to N x --ops: each shard's part holds its --ops, as under
+    # --processes, and N shards on one server fill N x --ops keys with no collision.
+    with TarantoolServer() as server:
+        got = []
+        for i in range(N):
+            rc, out, err, res = run_cli(['--shard', '%d/%d' % (i, N), '--ops', str(OPS),
+                                         '--phases', 'insert,select'], server=server)
+            assert rc == 0, err
+            got.append(res)
+        conn = connect(server)
+        try:
+            count = conn.eval(u'return box.space[...]:count()', server.space)[0]
+        finally:
+            conn.close()
+    assert count == N * OPS
+    for i, res in enumerate(got):
+        assert res['manifest']['keys'] == N * OPS
+        insert, select = res['phases']
+        assert (insert['attempted'], insert['ok'], insert['failed']) == (OPS, OPS, 0)
+        assert (select['ok'], select['misses']) == (OPS, 0)
+        assert insert['keys'] == {'first': i * OPS, 'count': OPS}

@@ -228,6 +228,15 @@ def test_shard_auto_reads_kubernetes_index_or_a_swarm_task_slot():
         assert '\n' not in str(e.value) and 'shard' in str(e.value)
 
 
+def test_a_shards_key_space_defaults_to_its_ops_times_the_shards():
+    # A shard runs --ops of its own: its part of the key space must hold them.
+    keys = lambda argv: configuration.parse(argv, environ={}).load.keys
+    assert keys(['--ops', '10000', '--shard', '0/2']) == 20000
+    assert keys(['--ops', '10000', '--shard', '1/4', '--keys', '10000']) == 10000   # given
+    assert keys(['--ops', '10000']) == 10000
+    assert keys(['--duration', '5', '--shard', '0/2']) == 100000   # no op limit: as before
+
+
 def test_help_lists_the_subcommands(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(['--help'])
