@@ -10,6 +10,7 @@ keeps 3 significant digits of each value.
 from __future__ import absolute_import, division, print_function
 
 import ctypes
+import json
 import os
 import sys
 from collections import defaultdict
@@ -238,6 +239,21 @@ class OpStats(object):
 
 
 _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# The standard library's folders: a 2.7 virtualenv keeps a copy of os.py of its own, and
+# the rest (json's, here) in the interpreter's.
+_STDLIB = tuple(set(os.path.dirname(os.path.abspath(f)) + os.sep
+                    for f in (os.__file__, os.path.dirname(json.__file__))))
+
+
+def _rank(path):
+    """How much a frame of ``path`` says to a user: 2 their own code, 1 a library (the
+    standard one, or an installed package), 0 gloaddriver's."""
+    if path.startswith(_OWN):
+        return 0
+    if path.startswith(_STDLIB) or os.sep + 'site-packages' + os.sep in path or \
+            os.sep + 'dist-packages' + os.sep in path:
+        return 1
+    return 2
 
 
 def raised_at(exc):
@@ -249,15 +265,18 @@ def raised_at(exc):
 
 
 def origin(exc):
-    """FILE:LINE where ``exc`` was raised: the innermost frame outside gloaddriver's own
-    code (a user's op, or the library it called), else the innermost; None without a
-    traceback."""
+    """FILE:LINE where ``exc`` was raised, as its user would look for it: the innermost
+    frame of their own code (outside gloaddriver, the standard library and installed
+    packages: the line of their op that called SQLAlchemy, say, not SQLAlchemy's line
+    that raised), else the innermost outside gloaddriver (the library it called), else
+    the innermost; None without a traceback."""
     tb = raised_at(exc)
-    found = None
+    found, rank = None, -1
     while tb is not None:
         path = tb.tb_frame.f_code.co_filename
-        if found is None or not os.path.abspath(path).startswith(_OWN):
-            found = (path, tb.tb_lineno)
+        r = _rank(os.path.abspath(path))
+        if r >= rank:
+            found, rank = (path, tb.tb_lineno), r
         tb = tb.tb_next
     return '%s:%d' % found if found else None
 

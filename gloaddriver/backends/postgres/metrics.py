@@ -22,9 +22,15 @@ PROGRESS_LABEL = 'xact/s (commits + rollbacks, all clients of the database)'
 GAUGES = ('numbackends',)
 CHARTS = [{'kind': 'server-backends', 'title': 'Server: backends', 'keys': ['numbackends'],
            'unit': 'backends'}]
+# With the psycopg2 pool's monitor: the most connections checked out of the pool at once
+# in each interval, beside the server's backends ("connections used").
+GAUGES_POOL = GAUGES + ('checked_out',)
+CHARTS_POOL = [{'kind': 'server-backends', 'title': 'Connections: server backends, checked '
+                'out of the pool', 'keys': ['numbackends', 'checked_out'],
+                'unit': 'connections'}]
 
 
-def sampler(pool, pid=None):
+def sampler(pool, pid=None, monitor=None):
     """The sampler, on a connection of its own from ``pool``'s DSN: made again when the
     server lost it (a restart, or a failover: a multi-host DSN reaches the new leader).
 
@@ -32,7 +38,7 @@ def sampler(pool, pid=None):
     interval's is still out: it is then skipped), and it is closed only once that one
     has let go: a psycopg2 query parked in the wait callback holds the connection's
     lock, and a close or a query from another greenlet would wait on it with the whole
-    process."""
+    process. ``monitor`` (the psycopg2 pool's PeakMonitor) adds ``checked_out``."""
     from gevent.hub import getcurrent
     from gloaddriver.backends.postgres import pool as pgpool
     held = {'item': None, 'user': None}
@@ -61,7 +67,10 @@ def sampler(pool, pid=None):
                 item = connect()
             try:
                 item.cur.execute(_SAMPLE)
-                return dict(zip(_FIELDS, item.cur.fetchone()))
+                out = dict(zip(_FIELDS, item.cur.fetchone()))
+                if monitor is not None:
+                    out['checked_out'] = monitor.take_checked_out()
+                return out
             except BaseException:
                 if item.conn.closed:
                     forget(item)     # the next sample connects again
@@ -76,5 +85,6 @@ def sampler(pool, pid=None):
         if held['item'] is not None:
             forget(held['item'])
     connect()
-    return ServerMetrics(sample, close, RATES, GAUGES, PROGRESS_RATES, CHARTS, pid=pid,
+    return ServerMetrics(sample, close, RATES, GAUGES_POOL if monitor else GAUGES,
+                         PROGRESS_RATES, CHARTS_POOL if monitor else CHARTS, pid=pid,
                          progress_label=PROGRESS_LABEL)

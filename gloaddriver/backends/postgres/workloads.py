@@ -92,24 +92,43 @@ PEAK_SAMPLE = ("SELECT count(*) FROM pg_stat_get_activity(NULL) WHERE datid = "
 
 
 class PeakMonitor(object):
-    """Samples this database's client backends (pg_stat_activity) every 50 ms."""
+    """Samples this database's client backends (pg_stat_activity) every 50 ms, and the
+    pool's connections checked out at that moment (in use by ops: open, and not free):
+    the phase's peak of each, and of the second since the server metrics last asked."""
 
     def __init__(self, pool):
         self.pool = pool
         self.peak = 0
+        self.checked_out_peak = 0
+        self._recent_out = 0       # the peak checked out since take_checked_out()
         self._item = None
         self._greenlet = None
+
+    def _checked_out(self):
+        pool = self.pool
+        n = pool.created - len(pool._idle)
+        if n > self.checked_out_peak:
+            self.checked_out_peak = n
+        if n > self._recent_out:
+            self._recent_out = n
+
+    def take_checked_out(self):
+        """The most connections checked out at once since the last call (sampled)."""
+        self._checked_out()
+        n, self._recent_out = self._recent_out, 0
+        return n
 
     def start(self):
         """Begin sampling. Never fails: when its connection (its own, outside the pool)
         cannot be made now, its greenlet retries, so a server that is down or a
         network cut between phases costs samples, not the run."""
-        self.peak = 0
+        self.peak = self.checked_out_peak = 0
         self._connect_once()   # here when it can: not inside the measured window
         self._greenlet = spawn_named('pg-monitor', self._loop)
 
     def _loop(self):
         while True:
+            self._checked_out()
             if self._item is None and not self._connect_once():
                 gevent.sleep(0.2)
                 continue
@@ -200,7 +219,7 @@ class PostgresBackend(base.Backend):
 
     def server_metrics(self, pid):
         from gloaddriver.backends.postgres import metrics
-        return metrics.sampler(self.pool, pid)
+        return metrics.sampler(self.pool, pid, self.monitor)
 
     # -- setup ------------------------------------------------------------------
 
@@ -470,12 +489,15 @@ class PostgresBackend(base.Backend):
 
     def phase_extra(self):
         peak = self.monitor.stop()
+        out = self.monitor.checked_out_peak
         extra = {} if self.figures is None else {'script': self.figures.block()}
         return dict(extra, **{'server_connections_peak': peak,
                 'pool': {'size': self.pool.size, 'peak_open': self.pool.peak,
+                         'checked_out_peak': out,
                          'connects': self.pool.connects, 'discarded': self.pool.discarded},
-                'notes': ['peak server connections %d (pg_stat_activity, sampled every 50 ms; '
-                          'pool of %d)' % (peak, self.pool.size)]})
+                'notes': ['connections used: at most %d checked out of a pool of %d at once, '
+                          'peak server connections %d (pg_stat_activity; both sampled every '
+                          '50 ms)' % (out, self.pool.size, peak)]})
 
     def close(self):
         if self.tx_log is not None:
