@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the peers' environments for scripts/bench-peers, under .venv/ (ignored by
 # git): .venv/peers-py311 (asynctnt + uvloop, aiotarantool on tarantool-python
-# 0.7.1, asyncpg, psycopg 3) and .venv/peers-py27 (gtarantool 1.0.12 on
+# 0.7.1, asyncpg, psycopg 3, SQLAlchemy 2.0 with its asyncio extra on asyncpg for
+# scripts/bench orm) and .venv/peers-py27 (gtarantool 1.0.12 on
 # tarantool-python 0.5.4, gevent 22.10.2, msgpack 0.6 with its C extension).
 # Idempotent: a stamp file in each holds the pins it was made with; a second run
 # with the same pins does nothing. Prints nothing on success.
@@ -10,7 +11,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 py311=$1
 py27=$2
-PINS311="asynctnt==2.4.0 uvloop==0.23.0 aiotarantool==1.1.5 tarantool==0.7.1 asyncpg==0.32.0 psycopg[binary]==3.3.9 msgpack==1.2.4"
+PINS311="asynctnt==2.4.0 uvloop==0.23.0 aiotarantool==1.1.5 tarantool==0.7.1 asyncpg==0.32.0 psycopg[binary]==3.3.9 msgpack==1.2.4 SQLAlchemy[asyncio]==2.0.58 greenlet==3.5.6"
 # gtarantool 1.0.12 imports RetryWarning, which tarantool-python dropped after 0.5.4;
 # that release asks for msgpack-python, the old name of msgpack: installed without
 # its dependencies, it gets msgpack 0.6.2 (same module, C extension on 2.7) instead.
