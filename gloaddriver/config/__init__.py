@@ -230,11 +230,12 @@ def parse(argv=None, environ=None):
                                  '(with progress lines on, the timeline follows --progress)')
     opts = kind.options(args)
     shard = _shard(args.shard, environ)
+    before = find_max.searched(args, kind, opts, _percentiles(args.percentiles))
     if args.workload_file:
         phases = _user_phases(args)
     else:
-        phases = _load_first(args, kind, opts, kind.phases(opts, args.phases, args.mix,
-                                                           args.load), _keys(args, shard))
+        phases = before + _load_first(args, kind, opts, kind.phases(
+            opts, args.phases, args.mix, args.load), _keys(args, shard))
     percentiles, fail_conditions = _thresholds(args, kind, opts, phases)
     load = Load(
         greenlets=args.greenlets, processes=args.processes, phases=phases, ops=args.ops,

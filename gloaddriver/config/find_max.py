@@ -6,12 +6,13 @@ from __future__ import absolute_import, division, print_function
 
 from collections import namedtuple
 
-from gloaddriver import errors
+from gloaddriver import errors, workload
 from gloaddriver.config import fail_if
 from gloaddriver.config.flags import (FIND_MAX_RESOLUTION, FIND_MAX_START, FIND_MAX_STEP,
                                       FIND_MAX_STEPS, FIND_MAX_WARMUP)
 
 # conditions: fail_if's dicts; resolution: a fraction (0.05); step, warmup: seconds.
+DEFAULT_KEYS = 100000   # --keys when neither it nor --ops is given (--find-max sets no --ops)
 FindMax = namedtuple('FindMax', 'conditions start step warmup resolution max_steps')
 
 _OWN = (('find_max_start', '--find-max-start'), ('find_max_step', '--find-max-step'),
@@ -41,11 +42,58 @@ def check_flags(args):
     args.ops = 0
 
 
+def searched(args, kind, opts, percentiles):
+    """A --find-max run in which no phase was named (no --phases, no --mix) of a workload
+    of several phases is searched on one a user would mean, said on stderr, rather than
+    refused. The built-in ops' insert, select, update, delete: its read, select, after a
+    load phase of the keys of --keys (what the default phases would have inserted;
+    --no-load leaves it out, for a server that has the keys). Another workload of
+    several phases (toolbench's queries): a mix of them, equal weights. Sets
+    ``args.phases`` or ``args.mix`` to the choice and returns the phases to run before
+    it: (the load phase,) or (). The objective is parsed first, so a malformed one is
+    what is said.
+
+    --processes' children are given the parent's argv and, when it loads first,
+    --load: they make the same choice, --load saying to load (it goes with --mix
+    otherwise, and is taken here)."""
+    if args.find_max is None or args.phases or args.mix or args.workload_file:
+        return ()
+    _conditions(args, percentiles)
+    defaults = kind.phases(opts, None, None, False)
+    judged = kind.judged_phases(opts, defaults)
+    if judged is None or len(judged) < 2:
+        return ()
+    ops = [op for p in defaults for op, _w in p.weights]
+    if 'select' in ops and set(ops) <= set(workload.OPS):
+        load = args.load or not args.no_load
+        args.phases, args.load = 'select', False
+        errors.say('note: --find-max searches one phase and none was named: it searches the '
+                   "workload's read, select%s; --phases OP or --mix OP=W,... searches another"
+                   % (', after a load phase inserting the %d keys of --keys (--no-load: the '
+                      'server has them)' % (args.keys or DEFAULT_KEYS) if load else ''))
+        return (workload.Phase('load', (('insert', 1),)),) if load else ()
+    args.mix = ','.join('%s=1' % p.name for p in defaults)
+    errors.say('note: --find-max searches one phase and none was named: it searches the '
+               "workload's phases as one mix, %s; --phases OP or --mix OP=W,... searches "
+               'another' % args.mix)
+    return ()
+
+
+def _conditions(args, percentiles):
+    """--find-max's objective, parsed as --fail-if's conditions; a malformed one is
+    said as --find-max's."""
+    try:
+        return fail_if.parse(args.find_max, percentiles)
+    except errors.ConfigError as e:
+        raise errors.ConfigError(str(e).replace('--fail-if', '--find-max', 1))
+
+
 def build(args, judged, percentiles):
     """The FindMax of --find-max (None without it); ``judged``: the phases the runner
     drives (None when the workload drives itself), whose last is searched."""
     if args.find_max is None:
         return None
+    conditions = _conditions(args, percentiles)   # a malformed objective is said first
     if judged is None:
         raise errors.ConfigError('--find-max searches a phase the runner drives; this '
                                  'workload drives itself')
@@ -53,10 +101,6 @@ def build(args, judged, percentiles):
         raise errors.ConfigError('--find-max searches one phase or mix; got phases %s: give '
                                  'one op to --phases, or a --mix'
                                  % ', '.join(p.name for p in judged))
-    try:
-        conditions = fail_if.parse(args.find_max, percentiles)
-    except errors.ConfigError as e:
-        raise errors.ConfigError(str(e).replace('--fail-if', '--find-max', 1))
     if any(c['abort'] for c in conditions):
         raise errors.ConfigError('--find-max judges each step whole: leave @abort out')
     fail_if.check_names(conditions, judged[-1:])

@@ -244,3 +244,21 @@ def test_processes_search_together_at_a_shared_rate(tarantool_own):
                   for part in parts]
         assert [h['rate']['target'] for h in halves] == [s['target'] / 2] * 2, (s, halves)
         assert sum(h['attempted'] for h in halves) == s['attempted']
+
+
+def test_the_plainest_search_picks_the_read_and_says_so(tmpdir):
+    # `--spawn --find-max 'p99<5ms'` was refused (four phases to search); it searches
+    # select after loading the keys, and says which on stderr. An objective no step can
+    # break keeps it short: two steps, each held.
+    rc, out, err, res = run_cli(['--spawn', '--keys', '2000', '--find-max', 'p99<10s',
+                                 '--find-max-start', '50', '--find-max-steps', '2'] + [
+                                     '--find-max-step', '1s', '--find-max-warmup', '0'])
+    assert rc == 0, err
+    assert "note: --find-max searches one phase and none was named: it searches the " \
+           "workload's read, select, after a load phase inserting the 2000 keys" in err
+    load = res['phases'][0]
+    assert (load['name'], load['ok'], load['failed']) == ('load', 2000, 0)
+    steps = [p for p in res['phases'] if p.get('step')]
+    assert [p['name'] for p in steps] == ['select'] * 2
+    assert all(p['misses'] == 0 and p['ok'] > 0 for p in steps)
+    assert [s['verdict'] for s in res['find_max']['steps']] == ['held', 'held']

@@ -66,6 +66,33 @@ def test_find_max_searches_one_phase_or_mix():
     assert fm is not None
 
 
+def test_with_no_phase_named_the_search_takes_the_workload_s_read(capsys):
+    # The plainest --find-max was refused: the default phases are four. It searches the
+    # read, after a load of the keys (what the default phases would have inserted), and
+    # says so.
+    load = parse('--find-max', 'p99<5ms').load
+    assert [(p.name, p.weights) for p in load.phases] == [
+        ('load', (('insert', 1),)), ('select', (('select', 1),))]
+    assert load.find_max is not None and load.keys == 100000
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and "searches the workload's read, select" in err
+    assert [p.name for p in parse('--find-max', 'p99<5ms', '--no-load').load.phases] == [
+        'select']
+    # --processes' children are told --load when the parent loads first: the same phases.
+    assert [p.name for p in parse('--find-max', 'p99<5ms', '--load').load.phases] == [
+        'load', 'select']
+    # A phase named is searched as named.
+    assert [p.name for p in parse('--find-max', 'p99<5ms', '--phases', 'update')
+            .load.phases] == ['update']
+
+
+@pytest.mark.parametrize('argv', [[], ['--phases', 'insert,select']])
+def test_a_malformed_objective_is_said_before_the_phases(argv):
+    with pytest.raises(errors.ConfigError) as e:
+        parse('--find-max', 'p99<<5ms', *argv)
+    assert "--find-max 'p99<<5ms': write METRIC<VALUE" in str(e.value)
+
+
 def test_a_bad_find_max_is_one_line_and_exit_2(capsys):
     assert cli.main(['--backend', 'memory', '--phases', 'select', '--find-max', 'p99<5ms',
                      '--rate', '100']) == errors.EXIT_USAGE
