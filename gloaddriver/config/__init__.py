@@ -230,12 +230,7 @@ def parse(argv=None, environ=None):
                                  '(with progress lines on, the timeline follows --progress)')
     opts = kind.options(args)
     shard = _shard(args.shard, environ)
-    before = find_max.searched(args, kind, opts, _percentiles(args.percentiles))
-    if args.workload_file:
-        phases = _user_phases(args)
-    else:
-        phases = before + _load_first(args, kind, opts, kind.phases(
-            opts, args.phases, args.mix, args.load), _keys(args, shard))
+    phases = _phases(args, kind, opts, shard)
     percentiles, fail_conditions = _thresholds(args, kind, opts, phases)
     load = Load(
         greenlets=args.greenlets, processes=args.processes, phases=phases, ops=args.ops,
@@ -268,6 +263,16 @@ def parse(argv=None, environ=None):
                             server_pid=args.server_pid,
                             flamegraph_rate=args.flamegraph_rate or FLAMEGRAPH_RATE),
         opts=opts, profile=args.profile, argv=tuple(mask_argv(argv)))
+
+
+def _phases(args, kind, opts, shard):
+    """The phases to run: a --workload-file's, or the kind's of --phases/--mix (a load
+    first where _load_first or --find-max's choice of a phase puts one)."""
+    before = find_max.searched(args, kind, opts, _percentiles(args.percentiles))
+    if args.workload_file:
+        return _user_phases(args)
+    return before + _load_first(args, kind, opts, kind.phases(
+        opts, args.phases, args.mix, args.load), _keys(args, shard))
 
 
 def _output(args, percentiles, fail_conditions):
