@@ -5,7 +5,8 @@
 # scripts/bench orm) and .venv/peers-py27 (gtarantool 1.0.12 on
 # tarantool-python 0.5.4, gevent 22.10.2, msgpack 0.6 with its C extension).
 # Idempotent: a stamp file in each holds the pins it was made with; a second run
-# with the same pins does nothing. Prints nothing on success.
+# with the same pins does nothing. Prints nothing on success. Used by scripts/bench
+# peers, toolbench and orm.
 #   scripts/peers/install.sh PYTHON3.11 PYTHON2.7
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,6 +18,12 @@ PINS311="asynctnt==2.4.0 uvloop==0.23.0 aiotarantool==1.1.5 tarantool==0.7.1 asy
 # its dependencies, it gets msgpack 0.6.2 (same module, C extension on 2.7) instead.
 PINS27="gevent==22.10.2 msgpack==0.6.2 six==1.16.0 PyYAML==5.4.1"
 NODEPS27="gtarantool==1.0.12 tarantool==0.5.4"
+
+# One at a time: the suite runs its 2.7 and 3.11 halves side by side, and a test in
+# each may ask for these environments at once (the second waits, then finds them made).
+mkdir -p "$ROOT/.venv"
+exec 9>"$ROOT/.venv/.peers-lock"
+flock 9
 
 make() {  # make DIR PYTHON STAMP INSTALL...
   local dir=$1 py=$2 stamp=$3

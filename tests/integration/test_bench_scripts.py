@@ -86,7 +86,7 @@ def test_bench_processes_table_and_json(tmpdir):
 
 
 BENCHES = ('tarantool', 'postgres', 'open-loop', 'processes', 'codec', 'compat', 'syscalls',
-           'toolbench', 'pg-path')
+           'toolbench', 'pg-path', 'orm')
 
 
 def shell(args):
@@ -315,3 +315,62 @@ def test_bench_pg_path_counts_a_layers_instructions(tmpdir):
     assert 'instr per op' in out
     rc, _out, err = run('bench_pg_path.py', ['--ops', '10', '--out', path])
     assert rc == 2 and '--ops takes N1,N2' in err
+
+
+def _orm_pythons():
+    """The interpreters of scripts/bench orm: .venv/py311 (gloaddriver with SQLAlchemy,
+    gevent and psycogreen), which scripts/test makes before any test, and
+    .venv/peers-py311 (SQLAlchemy's asyncio on asyncpg), made here when missing by
+    scripts/peers/install.sh as the dispatcher makes it (it takes a lock: the suite's
+    2.7 and 3.11 halves may both ask at once)."""
+    envs = _envs_module()
+    py311 = os.path.join(envs.venv_dir('3.11'), 'bin', 'python')
+    assert os.access(py311, os.X_OK), 'no %s: scripts/test (or scripts/envs.py ensure 3.11) ' \
+        'makes it' % py311
+    helper = os.path.join(ROOT, 'scripts', 'envs.py')
+    found = []
+    for version in ('3.11', '2.7'):
+        rc, out, err = shell([sys.executable, helper, 'find', version])
+        assert rc == 0, err
+        found.append(out.strip())
+    rc, out, err = shell([os.path.join(ROOT, 'scripts', 'peers', 'install.sh')] + found)
+    assert rc == 0, err
+    return py311, os.path.join(ROOT, '.venv', 'peers-py311', 'bin', 'python')
+
+
+def test_bench_orm_table_and_json(tmpdir):
+    # Every program for real, tiny: the founding comparison's three (sync Session,
+    # asyncio + asyncpg every task at once and in chunks of 40), the gevent + psycogreen
+    # loop, and gloaddriver's orm and relational workloads.
+    py311, peers311 = _orm_pythons()
+    path = str(tmpdir.join('orm.json'))
+    rc, out, err = shell([py311, os.path.join(ROOT, 'scripts', 'bench_orm.py'), '--python',
+                          py311, '--peers311', peers311, '--ops', '200', '--rounds', '1',
+                          '--out', path])
+    assert rc == 0, out + err
+    data = json.load(open(path))
+    rows = dict((r['program'], r) for r in data['table'])
+    assert sorted(rows) == sorted(['sync', 'asyncio-all', 'asyncio-chunks', 'gevent', 'orm',
+                                   'relational'])
+    for key, r in rows.items():
+        assert r['rounds'] == 1 and r['ops_per_sec'] > 0 and r['cpu_us_per_op'] > 0, r
+        assert r['process_cpu_us_per_op'] >= r['cpu_us_per_op'], r
+        if key == 'asyncio-all':
+            # 200 connections asked for at once, 100 allowed: the refused ones' ops fail
+            assert r['ok'] + r['failed'] == 200 and 1 <= r['connections'] <= 100, r
+        else:
+            assert r['ok'] == 200 and r['failed'] == 0, r
+            assert r['connections'] <= 40, r
+    assert rows['sync']['connections'] == 1
+    for key in ('asyncio-chunks', 'gevent'):
+        assert rows[key]['connections'] >= 1, rows[key]
+    clients = dict((r['program'], r['result']['client']) for r in data['runs'])
+    assert 'asyncpg' in clients['asyncio-chunks'] and 'psycogreen' in clients['gevent']
+    assert clients['orm'].startswith('gloaddriver')
+    crit = data['criteria']
+    for key in ('orm_over_asyncio_chunks', 'orm_over_gevent'):
+        assert crit[key]['of_medians'] > 0 and len(crit[key]['per_round']) == 1
+    assert crit['orm_added_cpu']['ratio'] > 0
+    for text in ('gloaddriver orm / asyncio chunks of 40', 'gloaddriver orm / gevent',
+                 "the ORM's added client CPU per op", 'SQLAlchemy sync Session'):
+        assert text in out, text
