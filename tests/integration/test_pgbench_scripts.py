@@ -127,6 +127,27 @@ def test_the_builtin_tpcb_on_every_protocol(server, connector, protocol):
     assert 'per statement' in out and 'UPDATE pgbench_accounts' in out
 
 
+def test_the_per_statement_table_keeps_its_columns_and_req_send_is_explained(server):
+    # From tpcb-like:10 on, the commands were pushed one column right; and req/send
+    # showed 0.1 with no word that an op here is a transaction of several statements.
+    drop_pgbench_tables(server)
+    rc, out, err, res = run_pg(server, ['--builtin', 'tpcb-like', '--init', '--greenlets',
+                                        '4', '--ops', '200', '--per-statement'])
+    assert rc == 0, err
+    lines = out.split('\n')
+    at = lines.index('tpcb-like: per statement, latency in ms (simple protocol):')
+    header, rows = lines[at + 1], lines[at + 2:at + 13]
+    assert [r.split()[6] for r in rows] == ['tpcb-like:%d' % i for i in range(1, 12)]
+    column = header.index('command')
+    assert all(r[column - 2:column] == '  ' and r[column] != ' ' for r in rows), \
+        '\n'.join([header] + rows)
+    (phase,) = res['phases']
+    per_send = phase['batching']['requests_per_send']
+    assert 0 < per_send < 0.5     # several sends per transaction on psycopg2
+    assert ('tpcb-like: req/send counts transactions (script runs) per send call: %.2f, '
+            '%.1f sends per transaction' % (per_send, 1.0 / per_send)) in lines
+
+
 # A REPEATABLE READ transaction on one row that sleeps between its snapshot and its
 # update: whenever another commits in between, this one fails with a serialization
 # failure, on any machine, however fast or busy.
