@@ -42,6 +42,9 @@ class ReplicaSet(object):
         self._paused = set()    # members paused (by index)
         self._sampling = {}     # (member uri, slot) -> its connection for the figures
         self._busy = set()      # the (member uri, slot) of the looks out now
+        # Promotions begun: the figures carry it, so that counters that went back
+        # across one read as the leader changing, not as a restart.
+        self.leader_moves = 0
 
     # -- what a backend gives -------------------------------------------------------------
 
@@ -108,8 +111,9 @@ class ReplicaSet(object):
 
     def figures(self, seconds):
         """The members' figures for the server metrics: ``requests@URI`` (cumulative
-        requests each live member served) and, per replica, ``lag@URI`` (lag_unit behind
-        the leader) and ``lag_seconds@URI``. Every member is asked at once, and what has
+        requests each live member served), ``leader_moves`` (promotions begun: the
+        sampler's counters going back across one are another member's, not a restart)
+        and, per replica, ``lag@URI`` (lag_unit behind the leader) and ``lag_seconds@URI``. Every member is asked at once, and what has
         not come back within ``seconds`` is left out: a paused member costs the others
         nothing."""
         import gevent
@@ -123,7 +127,7 @@ class ReplicaSet(object):
             # Not waited for: a look parked on a member that does not answer ends as
             # the kill reaches it, on its own connection (never closed under it).
             gevent.killall(jobs + [lag], block=False)
-        out = {}
+        out = {'leader_moves': self.leader_moves}
         for m, job in zip(live, jobs):
             if job.value is not None:
                 out['requests@' + m.uri] = job.value
@@ -255,6 +259,9 @@ class ReplicaSet(object):
         positions = [(self._position(m), -self._index(m), m) for m in live]
         best = max(positions, key=lambda p: (p[0], p[1]))[2]
         old = self.leader
+        # Counted before the move: the figures' sampler may reach the new leader while
+        # the others are still being pointed at it.
+        self.leader_moves += 1
         self._promote(best, [m for m in live if m is not best])
         self.leader = best
         return old, best

@@ -92,12 +92,21 @@ class ServerMetrics(object):
     def delta(self, a, b, seconds):
         """Rates and gauges between two samples. A counter that went backwards means the
         server restarted between them: no rate can be had for that span, and the result
-        says ``server_restarted`` instead of a negative rate."""
+        says ``server_restarted`` instead of a negative rate. In a replica set whose
+        leader was promoted between them (``leader_moves``, counted by the set), the
+        leader's figures may be two members' (or one sample has none, its leader down):
+        no rate either, and ``leader_changed`` says why; counters that go back after a
+        promotion are the sampler's connection reaching the new leader late, not a
+        restart."""
         if a is None or b is None or seconds <= 0:
             return None
         keys = [k for k in self.rates if k in a and k in b]
-        if any(b[k] < a[k] for k in keys):
-            out = {'rps': {}, 'counts': {}, 'server_restarted': True}
+        moved = a.get('leader_moves') != b.get('leader_moves')
+        back = any(b[k] < a[k] for k in keys)
+        if moved or back:
+            out = {'rps': {}, 'counts': {},
+                   'leader_changed' if moved or b.get('leader_moves') else
+                   'server_restarted': True}
             out.update((k, b.get(k)) for k in self.gauges)
             return out
         out = {'rps': dict((k, round((b[k] - a[k]) / seconds, 1)) for k in keys),
@@ -113,6 +122,8 @@ class ServerMetrics(object):
             return ''
         if d.get('server_restarted'):
             return ' | server restarted'
+        if d.get('leader_changed'):
+            return ' | leader changed: no server rates this interval'
         if d.get('late'):
             return ' | server: no sample (late)'
         rps = sum(v for k, v in d['rps'].items() if k in self.progress_rates)

@@ -104,11 +104,32 @@
     return idx.length ? {show: true, size: 5, filter: idx} : {show: false};
   }
 
+  // A mark's label beside its line, on the lowest line of text where it meets no label
+  // drawn before: marks a second apart (a kill-leader, then its promote) would print over
+  // each other. Left of the line when it would run past the plot's right edge. Returns
+  // the box drawn, {text, x, y, w, h} in canvas pixels.
+  function placeLabel(ctx, text, x, b, dpr, placed) {
+    var w = ctx.measureText(text).width, lineH = 13 * dpr;
+    var left = x + 3 * dpr;
+    if (left + w > b.left + b.width && x - 3 * dpr - w >= b.left) { left = x - 3 * dpr - w; }
+    for (var level = 0; ; level++) {
+      var y = b.top + b.height - 6 * dpr - level * lineH;
+      var clash = placed.some(function (o) {
+        return o.y === y && left < o.x + o.w + 4 * dpr && o.x < left + w + 4 * dpr;
+      });
+      if (!clash || y - lineH < b.top) {
+        ctx.fillText(text, left, y);
+        return {text: text, x: left, y: y, w: w, h: lineH};
+      }
+    }
+  }
+
   // Phase bands (alternating shade, name on top), outages (red) and marks (dashed lines).
   function eventsPlugin(withPhases) {
     function draw(u) {
       var ctx = u.ctx, b = u.bbox, top = b.top, h = b.height;
       var dpr = window.devicePixelRatio || 1;
+      var placed = [];
       ctx.save();
       ctx.font = (11 * dpr) + 'px system-ui,sans-serif';
       view.phases.forEach(function (p, i) {
@@ -137,9 +158,10 @@
           ctx.lineWidth = dpr;
           ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
           ctx.fillStyle = ctx.strokeStyle;
-          ctx.fillText(m.label, x + 3 * dpr, top + h - 6 * dpr);
+          placed.push(placeLabel(ctx, m.label, x, b, dpr, placed));
         });
       });
+      u.markLabels = placed;
       ctx.restore();
     }
     return {hooks: {drawClear: [draw]}};
@@ -552,7 +574,7 @@
       var u = plots[id].u, sec = plots[id].fig.closest('section');
       return {id: id, phase: sec ? sec.getAttribute('data-phase') : null,
               width: u.width, height: u.height, points: u.data[0].length,
-              inked: inked(u.ctx.canvas),
+              inked: inked(u.ctx.canvas), markLabels: u.markLabels || [],
               series: u.series.slice(1).map(function (s, i) {
                 return {label: s.label, dash: !!s.dash, values: u.data[i + 1].filter(function (v) {
                   return v !== null && v !== undefined; }).length, joined: !!s.spanGaps,

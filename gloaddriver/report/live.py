@@ -41,7 +41,7 @@ def _quantiles():
         [('max', '1')]
 
 
-_NOT_GAUGES = ('rps', 'counts', 'late', 'server_restarted')
+_NOT_GAUGES = ('rps', 'counts', 'late', 'server_restarted', 'leader_changed')
 
 
 def open(config):   # noqa: A001 (the module's one entry point)

@@ -134,16 +134,7 @@ def table(result):
                 p['error_samples'].get(kind, '')))
         if p['misses']:
             lines.append('%s: %s ops found no row for their key' % (p['name'], _n(p['misses'])))
-    lines += script_batching_lines(result)
-    src = m['syscall_source']
-    if src == 'perf_event':
-        lines.append('sys/op: all syscalls per op, net/op: send*/recv* per op; counted in-process '
-                     'by perf_event tracepoints (exact, this process only)')
-    elif result['phases'] and result['phases'][0]['syscalls'].get('source') == 'io_calls':
-        lines.append('sys/op, net/op: socket calls counted by the connector, a LOWER BOUND on '
-                     'syscalls (%s)' % m['syscall_reason'])
-    else:
-        lines.append('syscalls not counted: %s' % m['syscall_reason'])
+    lines += script_batching_lines(result) + [syscall_line(result)]
     if m.get('profiler'):
         lines.append('PROFILED (%s): ops/s and latencies above include the profiler\'s cost; '
                      'they show where time goes, they are not throughput figures' % m['profiler'])
@@ -187,6 +178,18 @@ def table(result):
     for w in result.get('warnings') or ():
         lines.append('WARNING %s' % w['message'])
     return lines
+
+
+def syscall_line(result):
+    """What the table's sys/op and net/op counted."""
+    m = result['manifest']
+    if m['syscall_source'] == 'perf_event':
+        return ('sys/op: all syscalls per op, net/op: send*/recv* per op; counted in-process '
+                'by perf_event tracepoints (exact, this process only)')
+    if result['phases'] and result['phases'][0]['syscalls'].get('source') == 'io_calls':
+        return ('sys/op, net/op: socket calls counted by the connector, a LOWER BOUND on '
+                'syscalls (%s)' % m['syscall_reason'])
+    return 'syscalls not counted: %s' % m['syscall_reason']
 
 
 def result_size_lines(phase):
@@ -278,8 +281,11 @@ def fault_text(f):
     text = '%s at %.2f s' % (name, f['t'])
     if f.get('duration') is not None:
         text += ' for %g s' % f['duration']
-    if f.get('took', 0) >= 0.05:
-        text += ' (took %.2f s)' % f['took']
+    took = f.get('took')
+    # A promote's time is the failover's own figure, however short (the JSON has it);
+    # another action's only when it was slow enough to matter.
+    if took is not None and (f['action'] == 'promote' or took >= 0.05):
+        text += ' (took %s s)' % ('%.3f' % took if took < 0.1 else '%.2f' % took)
     if f.get('error'):
         text += ' FAILED: %s' % f['error']
     return text

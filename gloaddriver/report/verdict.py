@@ -43,9 +43,32 @@ def judge(result):
     bad = sum(p['failed'] + p['timed_out'] for p in phases)
     if bad:
         return errors.EXIT_OPS_FAILED, ('%d of %d ops failed or timed out (see the error '
-                                        'lines above)' % (bad, sum(p['attempted']
-                                                                  for p in phases)))
+                                        'lines above)%s' % (bad, sum(p['attempted']
+                                                                    for p in phases),
+                                                            _planned(result)))
     return errors.EXIT_OK, None
+
+
+# Faults that cut the ops in flight: those on a server or a leader that stop it answering.
+_CUTTING = ('kill', 'stop', 'restart')
+
+
+def _planned(result):
+    """With --fault, why ops failed in a run that meant them to: the ops in flight at
+    a planned kill fail with it, so the run exits 1 however well the failover went;
+    --fail-if judges such a run on what matters instead."""
+    faults = [f for f in result.get('faults') or () if f.get('action') in _CUTTING]
+    if not faults:
+        return ''
+    return ('; the ops in flight at the planned %s failed with %s, so this run exits 1 '
+            'however the failover went: to gate runs with --fault, judge them with '
+            '--fail-if (e.g. errors<1%%,p99<50ms), which then alone decides the exit code'
+            % (', '.join(sorted(set(_fault_name(f) for f in faults))),
+               'it' if len(faults) == 1 else 'them'))
+
+
+def _fault_name(f):
+    return '%s-%s' % (f['action'], f['target']) if f.get('target') else f['action']
 
 
 def _find_max(fm):

@@ -2,6 +2,8 @@
 replica set through a failover, on both backends, spawned by it or started by hand."""
 from __future__ import absolute_import, division, print_function
 
+import os
+
 import gevent
 import pytest
 
@@ -291,3 +293,44 @@ def test_reads_from_replicas_are_the_replicas_requests(backend, connector):
     assert reads[leader] < 0.05 * selects, (selects, reads)
     assert writes[leader] >= share * inserts, (inserts, writes)
     assert max(writes[m] for m in replicas) < 0.05 * inserts, (inserts, writes)
+
+
+def _overlapping(boxes):
+    """The pairs of label boxes (canvas pixels) that print over each other."""
+    return [(a['text'], b['text']) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if a['y'] == b['y'] and a['x'] < b['x'] + b['w'] and b['x'] < a['x'] + a['w']]
+
+
+def test_a_planned_failover_says_what_happened(chromium, tmpdir):
+    # What a planned kill-leader and promote printed: "server restarted" when the
+    # leader changed; a promote line without the (took ...) its JSON has; an exit 1
+    # with no word that the ops in flight at the kill fail by design; and on the page
+    # the two faults' labels, a second apart, printed over each other.
+    html = str(tmpdir.join('failover.html'))
+    rc, out, err, res = run_cli([
+        '--spawn', '--replicas', '1', '--fault', 'kill-leader@1s,promote@1.5s', '--phases',
+        'insert', '--ops', '0', '--duration', '3.5', '--progress', '0.5', '--html', html])
+    assert_accounted(res)
+    assert res['aborted'] is None and 'Traceback' not in err, err[-3000:]
+    kill, promote = res['faults']
+    intervals = res['phases'][0]['server_metrics']['intervals']
+    assert not any(d.get('server_restarted') for d in intervals), intervals
+    assert any(d.get('leader_changed') for d in intervals), intervals
+    assert 'server restarted' not in err
+    assert '| leader changed: no server rates this interval' in err
+    took = '(took %s s)' % ('%.3f' % promote['took'] if promote['took'] < 0.1
+                            else '%.2f' % promote['took'])
+    assert 'insert: fault promote %s -> %s at' % (promote['from'], promote['to']) in out
+    assert took in [l for l in out.split('\n') if 'fault promote' in l][0], out
+    # Ops in flight at the kill failed: exit 1, and the line says why and what gates it.
+    assert rc == 1 and res['phases'][0]['failed'] > 0
+    last = err.strip().split('\n')[-1]
+    assert 'the ops in flight at the planned kill-leader failed with it' in last, last
+    assert '--fail-if' in last, last
+    # The page: every chart that marks the two faults prints their labels apart.
+    chromium.open('file://' + os.path.abspath(html))
+    charts = chromium.run('return window.gloaddriverCharts();')
+    marked = [c for c in charts if len(c['markLabels']) >= 2]
+    assert marked, charts
+    for c in marked:
+        assert not _overlapping(c['markLabels']), (c['id'], c['markLabels'])
