@@ -20,6 +20,7 @@ A set stands in for a single server wherever the runner holds one: ``kill()``,
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver import errors
+from gloaddriver.measure.server_metrics import MEMBER_REQUESTS
 
 LEADER, REPLICA = 'leader', 'replica'
 
@@ -130,7 +131,7 @@ class ReplicaSet(object):
         out = {'leader_moves': self.leader_moves}
         for m, job in zip(live, jobs):
             if job.value is not None:
-                out['requests@' + m.uri] = job.value
+                out[MEMBER_REQUESTS + m.uri] = job.value
         for uri, behind in (lag.value or {}).items():
             out['lag@' + uri] = behind.get(self.lag_unit)
             seconds = behind.get('seconds')
@@ -143,7 +144,7 @@ class ReplicaSet(object):
         the members' figures beside it: requests per member as rates, lag as gauges and
         a chart of them; sampled each ``period``, so each look gets most of one."""
         uris = [m.uri for m in self.members]
-        rates = ['requests@' + u for u in uris]
+        rates = [MEMBER_REQUESTS + u for u in uris]
         gauges = ['lag@' + u for u in uris] + ['lag_seconds@' + u for u in uris]
         charts = [{'kind': 'replication-lag', 'title': 'Replicas: %s behind the leader'
                    % self.lag_unit, 'keys': ['lag@' + u for u in uris], 'unit': self.lag_unit},

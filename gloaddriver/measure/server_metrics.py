@@ -27,6 +27,8 @@ _TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 # that did not answer its last look gets EDGE_WAIT_DOWN only: a paused one must not
 # hold a phase's end for long.
 EDGE_WAIT = 3.0
+# A replica set's requests per member (backends.replicaset.figures): this, then HOST:PORT.
+MEMBER_REQUESTS = 'requests@'
 EDGE_WAIT_DOWN = 1.0
 
 
@@ -127,9 +129,18 @@ class ServerMetrics(object):
         if d.get('late'):
             return ' | server: no sample (late)'
         rps = sum(v for k, v in d['rps'].items() if k in self.progress_rates)
-        text = ' | server %s %s' % ('{:,}'.format(int(rps)), self.progress_label)
+        members = sorted((k.split('@', 1)[1], v) for k, v in d['rps'].items()
+                         if k.startswith(MEMBER_REQUESTS))
+        # In a replica set the server's own figures follow the leader: said, and each
+        # member's requests beside them, or reads sent to a replica (--read-from) would
+        # look like a server doing nothing.
+        text = ' | %s %s %s' % ('leader' if members else 'server', '{:,}'.format(int(rps)),
+                               self.progress_label)
         if d.get('cpu_pct') is not None:
             text += ' cpu %.0f%%' % d['cpu_pct']
+        if members:
+            text += ' | by member: %s req/s' % ', '.join(
+                '%s %s' % (uri, '{:,}'.format(int(v))) for uri, v in members)
         return text
 
     def with_more(self, sampler, close, rates, gauges, charts):

@@ -342,9 +342,24 @@
     // lines, never a line drawn across it (a killed server joined to its next sample
     // would seem to serve all along). In a sampled row a type not there is 0 requests.
     function sampled(f) { return function (d) { return d.late ? null : f(d); }; }
-    var s = kinds.map(function (k) { return {label: k + '/s', values: col(rows, sampled(function (d) { return (d.rps || {})[k] || 0; }))}; });
-    s.push({label: 'client ops/s', dash: true, color: '#555', values: col(rows, function (d) { return d.client_ops_per_sec; })});
-    chart(grid, {id: 'server-rps', title: 'Server: requests per second by type', x: x, series: s, unit: 'per second'});
+    function perSecond(k, label) {
+      return {label: label, values: col(rows, sampled(function (d) { return (d.rps || {})[k] || 0; }))};
+    }
+    function client() {
+      return {label: 'client ops/s', dash: true, color: '#555', values: col(rows, function (d) { return d.client_ops_per_sec; })};
+    }
+    // A replica set's members (requests@HOST:PORT) on a chart of their own: the types'
+    // chart follows the leader, and reads sent to a replica (--read-from) show there.
+    var members = kinds.filter(function (k) { return k.indexOf('requests@') === 0; });
+    var s = kinds.filter(function (k) { return members.indexOf(k) < 0; }).map(function (k) { return perSecond(k, k + '/s'); });
+    s.push(client());
+    chart(grid, {id: 'server-rps', title: members.length ? 'Leader: requests per second by type' : 'Server: requests per second by type',
+                 x: x, series: s, unit: 'per second'});
+    if (members.length) {
+      s = members.map(function (k) { return perSecond(k, k.slice('requests@'.length) + ' req/s'); });
+      s.push(client());
+      chart(grid, {id: 'member-rps', title: 'Replica set: requests per second by member', x: x, series: s, unit: 'per second'});
+    }
     var groups = view.server_charts || [];
     view.phases.forEach(function (p) { if (p.server_charts && p.server_charts.length) { groups = p.server_charts; } });
     groups.forEach(function (g) {

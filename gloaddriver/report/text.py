@@ -9,7 +9,7 @@ import io
 import json
 import re
 
-from gloaddriver.measure import stats
+from gloaddriver.measure import server_metrics, stats
 from gloaddriver.report import find_max
 
 _COUNTS = (
@@ -134,6 +134,7 @@ def table(result):
                 p['error_samples'].get(kind, '')))
         if p['misses']:
             lines.append('%s: %s ops found no row for their key' % (p['name'], _n(p['misses'])))
+        lines.extend(member_lines(p))
     lines += script_batching_lines(result) + [syscall_line(result)]
     if m.get('profiler'):
         lines.append('PROFILED (%s): ops/s and latencies above include the profiler\'s cost; '
@@ -178,6 +179,18 @@ def table(result):
     for w in result.get('warnings') or ():
         lines.append('WARNING %s' % w['message'])
     return lines
+
+
+def member_lines(phase):
+    """A replica set's phase: the requests each member served, from the members' own
+    counters, so reads sent to replicas (--read-from) show where they went."""
+    counts = ((phase.get('server_metrics') or {}).get('phase') or {}).get('counts') or {}
+    members = sorted((k.split('@', 1)[1], v) for k, v in counts.items()
+                     if k.startswith(server_metrics.MEMBER_REQUESTS))
+    if not members:
+        return []
+    return ['%s: requests served by member (their own counters, the samplers\' included): %s'
+            % (phase['name'], ', '.join('%s %s' % (uri, _n(v)) for uri, v in members))]
 
 
 def syscall_line(result):

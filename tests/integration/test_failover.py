@@ -3,6 +3,7 @@ replica set through a failover, on both backends, spawned by it or started by ha
 from __future__ import absolute_import, division, print_function
 
 import os
+import re
 
 import gevent
 import pytest
@@ -334,3 +335,37 @@ def test_a_planned_failover_says_what_happened(chromium, tmpdir):
     assert marked, charts
     for c in marked:
         assert not _overlapping(c['markLabels']), (c['id'], c['markLabels'])
+
+
+def test_reads_from_a_replica_show_on_the_line_the_table_and_the_page(chromium, tmpdir):
+    # The progress line followed the leader only: "server 3 req/s" while a replica served
+    # 75,000 reads a second, which looked like a broken sampler.
+    html = str(tmpdir.join('reads.html'))
+    rc, out, err, res = run_cli([
+        '--spawn', '--replicas', '1', '--read-from', 'replica', '--phases', 'insert,select',
+        '--ops', '0', '--duration', '1.5', '--keys', '1000', '--progress', '0.5',
+        '--html', html])
+    assert rc == 0, err[-3000:]
+    leader, replica = res['manifest']['server']['members']
+    selects = _phase(res, 'select')['ok']
+
+    def served(line):
+        found = re.search(r'by member: (.*) req/s$', line)
+        return dict((m.rsplit(' ', 1)[0], int(m.rsplit(' ', 1)[1].replace(',', '')))
+                    for m in found.group(1).split(', '))
+    lines = [l for l in err.split('\n') if re.match(r'^ +[\d.]+s select ', l)]
+    assert lines, err
+    for line in lines:
+        assert '| leader ' in line and '| server ' not in line, line
+        by = served(line)
+        assert by[replica] > 10 * max(by[leader], 1), line
+    table = [l for l in out.split('\n') if l.startswith('select: requests served by member')]
+    assert len(table) == 1, out
+    counts = dict(re.findall(r'(\S+:\d+) ([\d,]+)', table[0].split(': ', 2)[2]))
+    assert int(counts[replica].replace(',', '')) >= selects, (table, selects)
+    chromium.open('file://' + os.path.abspath(html))
+    charts = dict((c['id'], c) for c in chromium.run('return window.gloaddriverCharts();')
+                  if c['phase'] is None)
+    series = dict((s['label'], s) for s in charts['member-rps']['series'])
+    assert series[replica + ' req/s']['values'] >= 1, charts['member-rps']
+    assert leader + ' req/s' in series

@@ -55,3 +55,18 @@ def test_the_exit_line_of_a_planned_failover_says_why_and_points_to_fail_if():
     assert verdict.judge(_result([promote], 10))[1] == \
         '10 of 1000 ops failed or timed out (see the error lines above)'
     assert verdict.judge(_result([kill, promote], 0)) == (errors.EXIT_OK, None)
+
+
+def test_a_replica_sets_line_says_leader_and_what_each_member_served():
+    m = ServerMetrics(None, None, ['select', 'requests@a:1', 'requests@b:2'], [],
+                      progress_rates=['select'], progress_label='req/s (all)')
+    d = m.delta({'select': 0, 'requests@a:1': 0, 'requests@b:2': 0},
+                {'select': 3, 'requests@a:1': 3, 'requests@b:2': 75436}, 1.0)
+    assert m.describe(d) == ' | leader 3 req/s (all) | by member: a:1 3, b:2 75,436 req/s'
+    single = ServerMetrics(None, None, ['select'], [], progress_label='req/s (all)')
+    assert single.describe(single.delta({'select': 0}, {'select': 5}, 1.0)) == \
+        ' | server 5 req/s (all)'
+    phase = {'name': 'select', 'server_metrics': {'phase': {'counts': d['counts']}}}
+    assert text.member_lines(phase) == [
+        "select: requests served by member (their own counters, the samplers' included): "
+        "a:1 3, b:2 75,436"]
