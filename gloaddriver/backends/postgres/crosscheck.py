@@ -12,6 +12,10 @@ from gloaddriver.py23 import binary_type, text_type
 from gloaddriver.backends.crosscheck_values import CANONICAL
 
 GREENLETS = 10
+# {workload: (greenlets, ops per phase)} by default. The orm workload runs on one
+# greenlet: with several, which create commits first is the machine's choice, and the
+# two sides would store the same families under other ids.
+WORKLOADS = {'kv': (GREENLETS, 50000), 'orm': (1, 3000)}
 NOT_APPLICABLE = {
     '6 requests per op': 'psycopg2 sends one statement per op and looks nothing up by name: '
                          'there is no connector-side count to compare',
@@ -30,9 +34,10 @@ def _plain_connect(dsn, password=None):
 
 
 class Target(object):
-    """A private cluster with one kv table per side; ``close()`` removes it."""
+    """A private cluster with one kv table per side (and for the orm workload a schema of
+    the same name, where its --init makes the models' tables); ``close()`` removes it."""
 
-    def __init__(self, names):
+    def __init__(self, names, workload='kv'):
         from gloaddriver.backends.postgres.server import PostgresServer
         from gloaddriver.backends.postgres.workloads import SCHEMA_KV
         self.server = PostgresServer().start()
@@ -41,27 +46,37 @@ class Target(object):
             try:
                 for name in names:
                     conn.cursor().execute(SCHEMA_KV.format(t=name))
+                    if workload == 'orm':
+                        conn.cursor().execute('CREATE SCHEMA %s' % name)
             finally:
                 conn.close()
         except BaseException:
             self.server.stop()
             raise
+        self.workload = workload
         self.password = self.server.password
         s = self.server
         self.dsn = 'host=%s port=%d dbname=%s user=%s sslmode=disable' % (
             s.host, s.port, s.database, s.user)
 
     def target_argv(self, name):
+        if self.workload == 'orm':
+            return ['--backend', 'postgres', '--dsn', self.dsn, '--workload', 'orm', '--init',
+                    '--session-init', 'SET search_path TO %s' % name]
         return ['--backend', 'postgres', '--dsn', self.dsn, '--table', name]
 
     def probe_args(self):
         return {'backend': 'postgres', 'dsn': self.dsn}
 
     def digest(self, name):
-        """(rows, md5 of id:value in key order) of what a side stored."""
+        """(rows, md5 of id:value in key order) of what a side stored; for the orm
+        workload, (A rows, md5 of each A's id, data and its B's ids and data)."""
         conn = _plain_connect(self.server.dsn)
         try:
             cur = conn.cursor()
+            if self.workload == 'orm':
+                cur.execute(ORM_DIGEST.format(s=name))
+                return tuple(cur.fetchone())
             cur.execute("SELECT count(*), md5(coalesce(string_agg(id::text || ':' || value, ',' "
                         "ORDER BY id), '')) FROM %s" % name)
             return tuple(cur.fetchone())
@@ -70,6 +85,11 @@ class Target(object):
 
     def close(self):
         self.server.stop()
+
+
+ORM_DIGEST = """SELECT count(*), md5(coalesce(string_agg(a.id || ':' || a.data || '[' ||
+    coalesce((SELECT string_agg(b.id || ':' || b.data, ',' ORDER BY b.id) FROM {s}.orm_b b
+              WHERE b.a_id = a.id), '') || ']', ',' ORDER BY a.id), '')) FROM {s}.orm_a a"""
 
 
 def connect(a):
@@ -139,6 +159,8 @@ def pg_errors(conn, table):
 
 
 def pg_crossread(conn, a):
+    if a.get('workload') == 'orm':
+        return orm_crossread(conn, a)
     values = workload.values(a['value_size'])
     cur = conn.cursor()
     cur.execute('SELECT id, value FROM %s ORDER BY id' % a['space'])
@@ -157,6 +179,39 @@ def pg_crossread(conn, a):
             'binary_type': type(first[1]).__name__ if first else None,
             'text_key': lookup(u'text'), 'native_str_key': lookup(str('text')),
             'native_str_is': 'text' if isinstance(str('x'), text_type) else 'binary'}
+
+
+def orm_crossread(conn, a):
+    """Read the other side's families through this interpreter's SQLAlchemy and models
+    (1.4 reading what 2.x wrote, or the other way): each A with its B's, text as text."""
+    from sqlalchemy import create_engine, select
+    from sqlalchemy.orm import Session, selectinload
+    from gloaddriver.backends.postgres.orm_workload import A
+
+    def creator():
+        return conn
+    engine = create_engine('postgresql+psycopg2://', creator=creator)
+    schema = a['space']
+    with engine.connect() as c:
+        c.exec_driver_sql('SET search_path TO %s' % schema)
+        with Session(bind=c) as session:
+            parents = session.execute(select(A).options(selectinload(A.bs))
+                                      .order_by(A.id)).scalars().all()
+            # a create's A's are a<key>-0..2 with 2, 1 and 2 B's named b<key>-0..4
+            shapes = {u'0': 2, u'1': 1, u'2': 2}
+            bad = [p.id for p in parents
+                   if len(p.bs) != shapes.get(p.data.rpartition(u'-')[2])]
+            texts = [p.data for p in parents] + [b.data for p in parents for b in p.bs]
+
+            def lookup(key):
+                return 'hit' if session.execute(select(A.id).where(A.data == key)).first() \
+                    else 'miss'
+            first = parents[0].data if parents else u''
+            return {'rows': len(parents), 'mismatches': bad[:5], 'n_mismatches': len(bad),
+                    'text_ok': all(isinstance(t, text_type) for t in texts),
+                    'binary_ok': True, 'binary_type': None, 'text_key': lookup(first),
+                    'native_str_key': lookup(str(first)),
+                    'native_str_is': 'text' if isinstance(str('x'), text_type) else 'binary'}
 
 
 def probe():

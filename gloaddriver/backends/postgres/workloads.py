@@ -279,6 +279,7 @@ class PostgresBackend(base.Backend):
                                      % pgpool.scrub(sqla.op_error(e, self.password), self.password))
         if missing:
             raise missing_tables(missing, orm_workload.schema_sql(self.engine))
+        orm_workload.prime(self.engine)
 
     def _bind(self, cur):
         """What the ops' statements take from the run, quoted once by psycopg2 on a
