@@ -264,6 +264,17 @@ def _table_variants(result):
             p['warnings'] = client_bound.phase_warnings(p)
         r['warnings'] = client_bound.collect(r['phases'])
         yield r
+    # A profile's and a flame graph's own time by library (--pstats, --flamegraph).
+    r = copy.deepcopy(base)
+    r['manifest']['profiler'] = 'yappi (cpu clock)'
+    libs = [{'library': n, 'own': 1.0, 'own_share': 0.1} for n in (
+        'sqlalchemy', 'python', 'gloaddriver', 'psycopg2', 'hdrh', 'gevent')]
+    for p in r['phases']:
+        p['profile'] = {'profiler': 'yappi', 'clock': 'cpu', 'files': [], 'top': [],
+                        'libraries': libs}
+        p['flamegraph'] = {'sampler': 'py-spy', 'rate': 100, 'samples': 10, 'files': [],
+                           'stacks': {}, 'dropped_samples': 0, 'top': [], 'libraries': libs}
+    yield r
     # Outages: open, closed, with a failover; every fault, on a replica set or not.
     r = copy.deepcopy(base)
     one = {'start': 1.0, 'end': 2.0, 'duration': 1.0, 'open': False, 'failed': 2,

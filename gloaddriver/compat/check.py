@@ -458,8 +458,10 @@ def parse(argv):
         ap.error('give one or two --python interpreters')
     if args.rounds < 1:
         ap.error('--rounds must be 1 or more')
-    if args.workload != 'kv' and args.backend != 'postgres':
-        ap.error('--workload %s is for --backend postgres' % args.workload)
+    workloads = getattr(backends.get(args.backend).crosscheck, 'WORKLOADS', ('kv',))
+    if args.workload not in workloads:
+        ap.error('--workload %s: --backend %s compares %s' % (args.workload, args.backend,
+                                                             ', '.join(sorted(workloads))))
     return args
 
 

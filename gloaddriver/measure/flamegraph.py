@@ -14,6 +14,8 @@ import io
 import json
 import os
 
+from gloaddriver.measure import libraries
+
 # Stacks kept in the result: the heaviest ones. A CPU-bound phase has a few hundred
 # distinct stacks; the cap keeps a long, varied run's JSON small; what it drops is
 # counted (``dropped_samples``), never silently lost from the totals.
@@ -89,7 +91,25 @@ def section(stacks, files, **extra):
                 'stacks': dict(kept),
                 'dropped_samples': total - sum(n for _s, n in kept),
                 'top': top_frames(stacks, total)})
+    if extra.get('sampler') == 'py-spy':     # Python's frames (the server's are perf's)
+        out['libraries'] = by_library(stacks, total)
     return out
+
+
+def by_library(stacks, total):
+    """Own samples (the frame on top of the stack) by library. A sampler of Python
+    frames sees no C function: time in one (psycopg2's execute) is its caller's."""
+    own = []
+    for stack, count in stacks.items():
+        name, path = _frame_file(stack.rpartition(';')[2])
+        own.append((libraries.library(path, name), count))
+    return libraries.split(own, total)
+
+
+def _frame_file(frame):
+    """(function, file) of a folded frame, py-spy's ``func (file:line)``."""
+    f = _speedscope_frame(frame)
+    return f['name'], f.get('file', '')
 
 
 def top_frames(stacks, total=None, n=TOP):

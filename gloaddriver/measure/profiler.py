@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 import os
 
 from gloaddriver import errors
+from gloaddriver.measure import libraries
 
 PROFILERS = ('yappi', 'greenletprofiler')
 CLOCKS = ('wall', 'cpu')
@@ -97,6 +98,7 @@ class Profiler(object):
             stats.save(path, type='pstat')
             files.append(path)
         top = top_functions(stats)
+        own = [(libraries.library(st.module, st.name), st.tsub) for st in stats]
         greenlets = []
         if self.kind == 'yappi':
             for g in lib.get_greenlet_stats():
@@ -105,6 +107,7 @@ class Profiler(object):
             greenlets.sort(key=lambda g: -g['seconds'])
             lib.clear_stats()
         return {'profiler': self.kind, 'clock': self.clock, 'files': files, 'top': top,
+                'libraries': libraries.split(own, sum(t for _l, t in own)),
                 'greenlets': _fold_greenlets(greenlets)}
 
 

@@ -10,14 +10,13 @@ keeps 3 significant digits of each value.
 from __future__ import absolute_import, division, print_function
 
 import ctypes
-import json
-import os
 import sys
 from collections import defaultdict
 
 from hdrh.histogram import HdrHistogram
 
 from gloaddriver import errors
+from gloaddriver.measure import libraries
 
 HIGHEST_US = 3600 * 1000 * 1000   # one hour: anything longer is clamped
 SIG_FIGS = 3
@@ -238,22 +237,11 @@ class OpStats(object):
                 % (self.name, self.attempted, done))
 
 
-_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-# The standard library's folders: a 2.7 virtualenv keeps a copy of os.py of its own, and
-# the rest (json's, here) in the interpreter's.
-_STDLIB = tuple(set(os.path.dirname(os.path.abspath(f)) + os.sep
-                    for f in (os.__file__, os.path.dirname(json.__file__))))
-
-
 def _rank(path):
     """How much a frame of ``path`` says to a user: 2 their own code, 1 a library (the
     standard one, or an installed package), 0 gloaddriver's."""
-    if path.startswith(_OWN):
-        return 0
-    if path.startswith(_STDLIB) or os.sep + 'site-packages' + os.sep in path or \
-            os.sep + 'dist-packages' + os.sep in path:
-        return 1
-    return 2
+    lib = libraries.library(path)
+    return 2 if lib == libraries.USER else 0 if lib == libraries.OWN else 1
 
 
 def raised_at(exc):
@@ -274,7 +262,7 @@ def origin(exc):
     found, rank = None, -1
     while tb is not None:
         path = tb.tb_frame.f_code.co_filename
-        r = _rank(os.path.abspath(path))
+        r = _rank(path)
         if r >= rank:
             found, rank = (path, tb.tb_lineno), r
         tb = tb.tb_next

@@ -9,7 +9,7 @@ import io
 import json
 import re
 
-from gloaddriver.measure import server_metrics, stats
+from gloaddriver.measure import libraries, server_metrics, stats
 from gloaddriver.report import find_max
 
 _COUNTS = (
@@ -400,6 +400,8 @@ def flamegraph_lines(phase, key):
         out.append('  %5.1f%% own %5.1f%% incl  %s' % (100.0 * (f['own_share'] or 0),
                                                       100.0 * (f['total_share'] or 0),
                                                       f['frame']))
+    if fg.get('libraries'):
+        out.append('  own samples by library: ' + libraries.line(fg['libraries']))
     for path in fg['files']:
         out.append('  wrote %s' % path)
     return out
@@ -416,6 +418,8 @@ def profile_lines(phase):
         out.append('  %9.4f %5.1f%% %10s  %s  %s:%s' % (
             f['own_seconds'], 100.0 * (f['own_share'] or 0), _n(f['calls']), f['function'],
             f['file'], f['line']))
+    if prof.get('libraries'):
+        out.append('  own time by library: ' + libraries.line(prof['libraries']))
     if prof.get('greenlets'):
         out.append('  greenlets by time: ' + ', '.join(
             '%s %.3fs%s' % (g['name'], g['seconds'], ' (x%d)' % g['count'] if g['count'] > 1 else '')

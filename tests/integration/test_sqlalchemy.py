@@ -9,6 +9,7 @@ import pytest
 
 from gloaddriver.backends.postgres.server import PostgresServer
 from tests.integration.conftest import ROOT, assert_accounted, pg_query, run_cli
+from tests.integration.test_flamegraphs import needs_py_spy
 
 
 @pytest.fixture(scope='module')
@@ -179,3 +180,31 @@ def test_sqlalchemy_missing_is_one_line_before_the_first_op(pg, tmpdir):
 def test_verify_is_refused_on_the_orm_workload(pg):
     rc, out, err, res = run_pg(pg, ['--workload', 'orm', '--verify'])
     assert rc == 2 and res is None and err.count('\n') == 1 and '--verify' in err, err
+
+
+def test_the_profile_splits_client_time_between_sqlalchemy_psycopg2_and_gloaddriver(pg, tmpdir):
+    rc, out, err, res = run_pg(pg, ['--workload', 'orm', '--init', '--greenlets', '20',
+                                    '--ops', '1000', '--pstats', str(tmpdir),
+                                    '--profile-clock', 'cpu'])
+    assert rc == 0, err
+    shares = dict((r['library'], r['own_share']) for r in res['phases'][0]['profile']['libraries'])
+    # the ORM is most of the client's CPU; the driver's and psycopg2's share are named
+    assert max(shares, key=shares.get) == 'sqlalchemy' and shares['sqlalchemy'] > 0.4, shares
+    assert shares['psycopg2'] > 0 and shares['gloaddriver'] > 0, shares
+    assert abs(sum(shares.values()) - 1.0) < 0.01, shares
+    assert 'own time by library: sqlalchemy' in out
+
+
+@needs_py_spy
+def test_the_flame_graph_splits_its_samples_by_library(pg, tmpdir):
+    rc, out, err, res = run_pg(pg, ['--workload', 'orm', '--init', '--greenlets', '20',
+                                    '--ops', '0', '--duration', '3',
+                                    '--flamegraph', str(tmpdir)])
+    assert rc == 0, err
+    fg = res['phases'][0]['flamegraph']
+    shares = dict((r['library'], r['own_share']) for r in fg['libraries'])
+    assert max(shares, key=shares.get) == 'sqlalchemy', shares
+    assert sum(r['own'] for r in fg['libraries']) == fg['samples']
+    # SQLAlchemy's own frames are in the stacks, under the op that called them
+    assert any('sqlalchemy/orm/session.py' in s and 'op_create' in s for s in fg['stacks'])
+    assert 'own samples by library: sqlalchemy' in out

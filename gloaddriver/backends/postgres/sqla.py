@@ -1,7 +1,7 @@
 """SQLAlchemy on the cooperative pool: an Engine whose connections are the pool's own.
 
 A gevent service runs its ORM on psycopg2 made cooperative; so does this Engine. Its
-SQLAlchemy pool (``Bridge``) lends the connections of the run's one ``pool.Pool``:
+SQLAlchemy pool (``sqla_pool.Bridge``) lends the connections of the run's one ``pool.Pool``:
 one pool, sized by --pool-size, whose waits, connects and discards are counted once
 for every kind of op (a workload file may mix ``db.execute`` and ``db.session()``).
 
@@ -28,11 +28,10 @@ SQLSTATE, a lost connection as a network error, anything else as the user's own.
 """
 from __future__ import absolute_import, division, print_function
 
-import gevent
 import psycopg2
 
 from gloaddriver import errors
-from gloaddriver.py23 import PY2, clock
+from gloaddriver.py23 import PY2
 from gloaddriver.backends.postgres import pool as pgpool
 
 INSTALL = ("pip install 'gloaddriver[sqlalchemy]' (SQLAlchemy %s)"
@@ -67,126 +66,15 @@ def uses_sqlalchemy(module):
 def engine(pool, deadlines, **options):
     """An Engine on ``pool`` (a ``pool.Pool``), its ops within ``deadlines``."""
     sqlalchemy = need('db.engine')
-    bridge = _bridge_class()(pool, deadlines)
-    return sqlalchemy.create_engine('postgresql+psycopg2://', pool=bridge, **options)
+    from gloaddriver.backends.postgres.sqla_pool import Bridge
+    return sqlalchemy.create_engine('postgresql+psycopg2://', pool=Bridge(pool, deadlines),
+                                    **options)
 
 
 def warm(engine_):
     """The dialect's setup of every open connection of the pool, now (before the first
     phase): its first connection's inspection of the server and each one's own queries."""
     engine_.pool.warm()
-
-
-_BRIDGE = []
-
-
-def _bridge_class():
-    """The Bridge class, made once SQLAlchemy is imported (it subclasses its Pool)."""
-    if not _BRIDGE:
-        _BRIDGE.append(_make_bridge())
-    return _BRIDGE[0]
-
-
-def _make_bridge():
-    from sqlalchemy import pool as sapool
-    getcurrent = gevent.getcurrent
-
-    class Bridge(sapool.Pool):
-        """SQLAlchemy's pool interface over gloaddriver's pool (see the module's text)."""
-
-        def __init__(self, ours, deadlines):
-            sapool.Pool.__init__(self, self._lend)
-            self._ours = ours
-            self._active = deadlines.active
-            self._records = {}     # Pooled -> its SQLAlchemy record
-            self._next = None      # the connection _lend hands to a record being made
-
-        def _lend(self, record):
-            # Called by the record being made, before anything can yield: no other
-            # greenlet can have changed _next meanwhile.
-            item, self._next = self._next, None
-            if item is None:
-                raise psycopg2.OperationalError('no pooled connection to lend')
-            return item.conn
-
-        def _record(self, item):
-            rec = self._records.get(item)
-            if rec is None:
-                self._next = item
-                rec = self._records[item] = self._create_connection()
-                rec.gloaddriver_item = item
-            return rec
-
-        def _do_get(self):
-            g = getcurrent()
-            ticket = None
-            if g not in self._active:      # the op's first connection: its deadline
-                ticket = self._active[g] = clock()
-            try:
-                item = self._ours.get()
-            except BaseException:
-                self._end_deadline(g, ticket)
-                raise
-            try:
-                item.conn.autocommit = False
-                rec = self._record(item)
-            except BaseException:
-                item.broken = True
-                self._records.pop(item, None)
-                self._ours.put(item)
-                self._end_deadline(g, ticket)
-                raise
-            rec.gloaddriver_op = (g, ticket)
-            return rec
-
-        def _end_deadline(self, g, ticket):
-            if ticket is not None and self._active.get(g) is ticket:
-                del self._active[g]
-
-        def _do_return_conn(self, rec):
-            item = rec.gloaddriver_item
-            g, ticket = rec.gloaddriver_op
-            rec.gloaddriver_op = (None, None)
-            try:
-                if rec.dbapi_connection is None or item.conn.closed:
-                    item.broken = True     # SQLAlchemy invalidated it, or psycopg2 closed it
-                else:
-                    item.conn.autocommit = True
-            except psycopg2.Error:
-                item.broken = True
-            finally:
-                if item.broken:
-                    self._records.pop(item, None)
-                self._ours.put(item)
-                self._end_deadline(g, ticket)
-
-        def _invalidate(self, connection, exception=None, _checkin=True):
-            # This connection only: see the module's text.
-            if _checkin and getattr(connection, 'is_valid', False):
-                connection.invalidate(exception)
-
-        def warm(self):
-            for item in list(self._ours._idle):
-                item.conn.autocommit = False
-                try:
-                    self._record(item)
-                finally:
-                    if not item.conn.closed:
-                        item.conn.autocommit = True
-
-        def recreate(self):
-            # engine.dispose() makes a new pool; the run's pool stays the one pool.
-            return self
-
-        def dispose(self):
-            pass
-
-        def status(self):
-            ours = self._ours
-            return 'gloaddriver pool: size %d, open %d, free %d' % (
-                ours.size, ours.created, len(ours._idle))
-
-    return Bridge
 
 
 def op_error(exc, password=None):
