@@ -150,7 +150,9 @@ def test_a_fault_on_the_orm_workload_is_an_outage_and_the_run_goes_on(tmpdir):
     assert_accounted(res)
     (phase,) = res['phases']
     (o,) = phase['outages']
-    assert 2.5 < o['start'] < 4.0, o
+    kill = [f for f in res['faults'] if f['action'] == 'kill'][0]
+    # it opened with the first op the kill failed (an ORM op in flight takes a while)
+    assert -0.1 <= o['start'] - kill['t'] <= 1.5, (o, res['faults'])
     assert o['failed'] + o['timed_out'] > 0, o
     # the failures are the lost server's (network), not the ORM's own kinds
     assert not [k for k in phase['errors'] if k.startswith('client:')], phase['errors']
