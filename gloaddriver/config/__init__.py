@@ -14,7 +14,7 @@ import sys
 from collections import namedtuple
 
 from gloaddriver import backends, converters, errors, workload
-from gloaddriver.config import fail_if, find_max
+from gloaddriver.config import fail_if, find_max, keep
 from gloaddriver.config.flags import (DEFAULT_GREENLETS, PASSWORD_ENV, CheckingParser,
                                       build_parser, value_flags)
 
@@ -26,7 +26,7 @@ Load = namedtuple('Load', [
     'workload_file', 'start_at', 'verify', 'stages', 'repeat', 'find_max'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
 Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug web '
-                               'junit percentiles abort_window abort_grace')
+                               'junit percentiles abort_window abort_grace hlog')
 Web = namedtuple('Web', 'host port keep')   # --web: where the live dashboard listens
 # Live metrics out (report.live), or None: where each goes and the names' first element.
 Live = namedtuple('Live', 'graphite statsd prometheus prefix push')
@@ -243,6 +243,7 @@ def parse(argv=None, environ=None):
         find_max=find_max.build(args, kind.judged_phases(opts, phases), percentiles))
     _check_shard(load.shard, load.keys)
     _check_repeat(args, kind.judged_phases(opts, phases))
+    keep.check(args, kind.judged_phases(opts, phases), check_output)
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
         backend=kind.name,
@@ -280,7 +281,8 @@ def _output(args, percentiles, fail_conditions):
                   interval=args.interval or (args.progress if args.progress > 0 else 1.0),
                   syscalls=args.syscalls, fail_if=fail_conditions, live=_live(args),
                   debug=args.debug, web=_web(args), junit=args.junit, percentiles=percentiles,
-                  abort_window=args.abort_window, abort_grace=args.abort_grace)
+                  abort_window=args.abort_window, abort_grace=args.abort_grace,
+                  hlog=args.hlog)
 
 
 def _stages(args, kind):

@@ -296,6 +296,10 @@ def build_parser(cls=None):
     g.add_argument('--csv', default=None, metavar='PREFIX',
                    help='write PREFIX_stats.csv, PREFIX_history.csv (the timeline) and '
                         'PREFIX_failures.csv')
+    g.add_argument('--hlog', default=None, metavar='PREFIX',
+                   help="write each phase's latencies per interval as PREFIX.PHASE.hlog, "
+                        "HdrHistogram's interval log (a line per interval, and one per op "
+                        'tagged with its name), as the run goes')
     g.add_argument('--progress', type=seconds, default=1.0, metavar='SECONDS',
                    help='progress line to stderr every SECONDS (0 = off)')
     g.add_argument('--interval', type=seconds, default=None, metavar='SECONDS',

@@ -64,6 +64,15 @@ class Samplers(dict):
     launcher = None
 
 
+def _kept(config):
+    """The listeners that keep the run's figures in files as it goes (--hlog)."""
+    out = []
+    if config.output.hlog:
+        from gloaddriver.run.hlog import HistogramLog
+        out.append(HistogramLog(config.output.hlog))
+    return out
+
+
 def _rounds(the_run, n):
     """The phases, N times under --repeat N (one round after another, until one is
     aborted); their results, every round's."""
@@ -110,7 +119,8 @@ def run(config, out=None):
                 injector = Injector(config.target.faults, server)
             the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics,
                           live=sink, faults=injector,
-                          listeners=[FlameGraphs(samplers)] if samplers else ())
+                          listeners=_kept(config) + ([FlameGraphs(samplers)] if samplers
+                                                     else []))
             the_run.setup()
             from gloaddriver.run.processes import wait_for_start
             wait_for_start(config.load.start_at)   # begin together with the others
