@@ -16,8 +16,10 @@ order. The programs, each its own process, each a row:
    QueuePool of --greenlets (40) connections and as many greenlets taking ops from one
    shared iterator, a Session per op (scripts/peers/orm_gevent.py);
 5. gloaddriver --workload orm --greenlets 40;
-6. gloaddriver --workload relational --greenlets 40: the same statements without the
-   ORM, so the difference is what the ORM costs the client.
+6. gloaddriver --workload relational --greenlets 40: the same ops written as raw SQL,
+   one statement each (the ORM's take a BEGIN, two INSERTs or SELECTs and the end of
+   the transaction), so the difference is what the ORM and its statements cost the
+   client.
 
 Before each program the tables are dropped (each program makes them again: the peers
 by the models' metadata before their clock starts, gloaddriver by --init), so every
