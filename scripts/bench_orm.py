@@ -238,6 +238,10 @@ def ratios(runs, rows):
     return out
 
 
+def _rate(x):
+    return '%.1f' % x if x < 10 else '{:,}'.format(int(x))
+
+
 def print_table(args, rows, crit, header):
     print(header)
     fmt = '%-50s %7s %7s %-13s %5s %6s %7s %11s'
@@ -245,8 +249,8 @@ def print_table(args, rows, crit, header):
                  'ok/failed'))
     for x in rows:
         lo, hi = x['ops_per_sec_range']
-        print(fmt % (x['name'], '%.1f' % x['seconds'], '{:,}'.format(int(x['ops_per_sec'])),
-                     '%s-%s' % ('{:,}'.format(int(lo)), '{:,}'.format(int(hi))),
+        print(fmt % (x['name'], '%.1f' % x['seconds'], _rate(x['ops_per_sec']),
+                     '%s-%s' % (_rate(lo), _rate(hi)),
                      '%d' % x['connections'], '%.0f' % x['cpu_us_per_op'],
                      '%.0f' % x['process_cpu_us_per_op'], '%d/%d' % (x['ok'], x['failed'])))
     print('medians over %d rounds; total s: seconds over the ops (the program\'s own clock); '
