@@ -95,8 +95,9 @@ class ReplicaSet(object):
                 return use(conn)
             except BaseException:
                 # Closed by this greenlet, the only one in it: a query the failure
-                # interrupted has let go of the connection by now.
-                del self._sampling[key]
+                # interrupted has let go of the connection by now. (stop() may have
+                # emptied the table under a look still out: a pop, not a del.)
+                self._sampling.pop(key, None)
                 _quietly(conn.close)
                 raise
         finally:

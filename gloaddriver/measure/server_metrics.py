@@ -27,6 +27,9 @@ _TICK = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 # that did not answer its last look gets EDGE_WAIT_DOWN only: a paused one must not
 # hold a phase's end for long.
 EDGE_WAIT = 3.0
+# The share of a sample's time a replica set's look waits for the leader's figures and
+# the members' together; what has not come back by then is left out.
+BOTH_SHARE = 0.9
 # A replica set's requests per member (backends.replicaset.figures): this, then HOST:PORT.
 MEMBER_REQUESTS = 'requests@'
 EDGE_WAIT_DOWN = 1.0
@@ -134,8 +137,11 @@ class ServerMetrics(object):
         # In a replica set the server's own figures follow the leader: said, and each
         # member's requests beside them, or reads sent to a replica (--read-from) would
         # look like a server doing nothing.
-        text = ' | %s %s %s' % ('leader' if members else 'server', '{:,}'.format(int(rps)),
-                               self.progress_label)
+        if members and not any(k in self.progress_rates for k in d['rps']):
+            text = ' | leader: no sample'    # down or slow: the members' figures came
+        else:
+            text = ' | %s %s %s' % ('leader' if members else 'server', '{:,}'.format(int(rps)),
+                                   self.progress_label)
         if d.get('cpu_pct') is not None:
             text += ' cpu %.0f%%' % d['cpu_pct']
         if members:
@@ -158,7 +164,9 @@ class ServerMetrics(object):
         def both(timeout):
             jobs = [gevent.spawn(quietly, f, timeout) for f in (mine, sampler)]
             try:
-                gevent.joinall(jobs)     # within sample()'s timeout
+                # Within sample()'s timeout, and a little short of it: a leader that is
+                # down (a failover) leaves the members' figures, not a late sample.
+                gevent.joinall(jobs, timeout=BOTH_SHARE * timeout)
             finally:
                 # Gone before this returns: close() kills this greenlet and then closes
                 # the connections, and a psycopg2 query still parked in one holds a

@@ -312,7 +312,9 @@ def test_a_planned_failover_says_what_happened(chromium, tmpdir):
         '--spawn', '--replicas', '1', '--fault', 'kill-leader@1s,promote@1.5s', '--phases',
         'insert', '--ops', '0', '--duration', '3.5', '--progress', '0.5', '--html', html])
     assert_accounted(res)
-    assert res['aborted'] is None and 'Traceback' not in err, err[-3000:]
+    assert res['aborted'] is None and 'Traceback' not in err, (
+        res['aborted'], err[err.find('Traceback'):][:3000] if 'Traceback' in err
+        else err[-3000:])
     kill, promote = res['faults']
     intervals = res['phases'][0]['server_metrics']['intervals']
     assert not any(d.get('server_restarted') for d in intervals), intervals

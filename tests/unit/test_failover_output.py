@@ -70,3 +70,58 @@ def test_a_replica_sets_line_says_leader_and_what_each_member_served():
     assert text.member_lines(phase) == [
         "select: requests served by member (their own counters, the samplers' included): "
         "a:1 3, b:2 75,436"]
+
+
+def test_a_leader_down_leaves_the_members_figures_on_the_line():
+    # A failover: the leader's look fails at once, the members' come back. The sample
+    # is the members' (not a late one), and the line says the leader gave none.
+    def leader(timeout):
+        raise IOError('connection refused')
+
+    m = ServerMetrics(leader, lambda: None, ['select'], [], progress_rates=['select'],
+                      progress_label='req/s').with_more(
+        lambda timeout: {'requests@b:2': 40}, lambda: None, ['requests@b:2'], [], [])
+    s = m.sample(timeout=0.5)
+    assert s == {'requests@b:2': 40}
+    d = m.delta({'requests@b:2': 0}, s, 1.0)
+    assert m.describe(d) == ' | leader: no sample | by member: b:2 40 req/s'
+
+
+def test_a_leader_that_hangs_leaves_the_members_figures_within_the_sample_s_time():
+    import gevent
+
+    def leader(timeout):
+        gevent.sleep(10)
+
+    m = ServerMetrics(leader, lambda: None, ['select'], []).with_more(
+        lambda timeout: {'requests@b:2': 40}, lambda: None, ['requests@b:2'], [], [])
+    assert m.sample(timeout=0.3) == {'requests@b:2': 40}
+
+
+def test_a_look_still_out_when_the_set_stops_ends_with_its_own_error():
+    # stop() empties the figures' connections while a look may still be out on one: its
+    # failure then met an empty table and died with a KeyError, a traceback on stderr
+    # at the end of a failover run.
+    import pytest
+    from collections import namedtuple
+    from gloaddriver.backends.replicaset import ReplicaSet
+
+    class Conn(object):
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    class Set(ReplicaSet):
+        def _sampling_connection(self, member):
+            return Conn()
+
+    rs = Set(1, 'async')
+    member = namedtuple('Member', 'uri')('a:1')
+
+    def use(conn):
+        rs.stop()            # the run ends while the look waits on its server
+        raise IOError('connection closed')
+    with pytest.raises(IOError):
+        rs._on_sampling_connection(member, use)
+    assert rs._sampling == {} and not rs._busy

@@ -723,10 +723,14 @@ class TarantoolReplicaSet(replicaset.ReplicaSet):
             return {}
         replicas = self._live_replicas()
         looks = [gevent.spawn(self._look, m) for m in [leader] + replicas]
-        gevent.joinall(looks, timeout=INFO_SECONDS + 2.0)
+        try:
+            gevent.joinall(looks, timeout=INFO_SECONDS + 2.0)
+        finally:
+            # Killed with this greenlet too (a sample whose time ran out): none is left
+            # running on its own, to meet the set's stop() with its connection.
+            for g in looks:
+                g.kill(block=False)
         infos = [g.value if g.successful() else None for g in looks]
-        for g in looks:
-            g.kill(block=False)
         mine = infos[0]
         if mine is None:
             return {}
