@@ -298,7 +298,7 @@ def fault_text(f):
     # A promote's time is the failover's own figure, however short (the JSON has it);
     # another action's only when it was slow enough to matter.
     if took is not None and (f['action'] == 'promote' or took >= 0.05):
-        text += ' (took %s s)' % ('%.3f' % took if took < 0.1 else '%.2f' % took)
+        text += ' (took %s s)' % ('%.3f' % took if took < 0.05 else '%.2f' % took)
     if f.get('error'):
         text += ' FAILED: %s' % f['error']
     return text

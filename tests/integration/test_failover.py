@@ -321,7 +321,7 @@ def test_a_planned_failover_says_what_happened(chromium, tmpdir):
     assert any(d.get('leader_changed') for d in intervals), intervals
     assert 'server restarted' not in err
     assert '| leader changed: no server rates this interval' in err
-    took = '(took %s s)' % ('%.3f' % promote['took'] if promote['took'] < 0.1
+    took = '(took %s s)' % ('%.3f' % promote['took'] if promote['took'] < 0.05
                             else '%.2f' % promote['took'])
     assert 'insert: fault promote %s -> %s at' % (promote['from'], promote['to']) in out
     assert took in [l for l in out.split('\n') if 'fault promote' in l][0], out
