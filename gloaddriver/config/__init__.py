@@ -271,7 +271,7 @@ def _phases(args, kind, opts, shard):
     first where _load_first or --find-max's choice of a phase puts one)."""
     before = find_max.searched(args, kind, opts, _percentiles(args.percentiles))
     if args.workload_file:
-        return _user_phases(args)
+        return find_max.mixed(args, _user_phases(args))
     return before + _load_first(args, kind, opts, kind.phases(
         opts, args.phases, args.mix, args.load), _keys(args, shard))
 

@@ -79,6 +79,23 @@ def searched(args, kind, opts, percentiles):
     return ()
 
 
+def mixed(args, phases):
+    """A workload file's phases (its PHASES, or its ops in turn), several and none named,
+    under --find-max: searched as one mix of their ops, equal weights, said on stderr
+    (a file with WEIGHTS is one mix already)."""
+    if args.find_max is None or args.phases or args.mix or len(phases) < 2 or \
+            any(len(p.weights) != 1 for p in phases):
+        return phases
+    ops = []
+    for p in phases:
+        if p.weights[0][0] not in ops:
+            ops.append(p.weights[0][0])
+    errors.say('note: --find-max searches one phase and none was named: it searches the '
+               "workload file's ops as one mix, %s; --phases OP or --mix OP=W,... searches "
+               'another' % ','.join('%s=1' % op for op in ops))
+    return (workload.Phase('mix', tuple((op, 1) for op in ops)),)
+
+
 def _conditions(args, percentiles):
     """--find-max's objective, parsed as --fail-if's conditions; a malformed one is
     said as --find-max's."""

@@ -179,3 +179,17 @@ def test_a_step_is_held_broken_or_the_client_s_limit():
     # The driver's CPU saturated on a step that broke: the client's limit.
     assert classify(objective, _phase(5000, 4000, 90000, 1500, ['client_cpu']), 10,
                     1400)[:2] == ('client', "the driver's CPU was saturated")
+
+
+def test_a_workload_file_of_several_phases_is_searched_as_one_mix(tmpdir, capsys):
+    path = tmpdir.join('two.py')
+    path.write(u'PHASES = ("put", "get")\n'
+               u'def op_put(db, key):\n    db.insert(key)\n'
+               u'def op_get(db, key):\n    return db.select(key)\n')
+    load = parse('--workload-file', str(path), '--find-max', 'p99<5ms').load
+    assert [(p.name, p.weights) for p in load.phases] == [('mix', (('put', 1), ('get', 1)))]
+    assert "the workload file's ops as one mix, put=1,get=1" in capsys.readouterr().err
+    # Named: as named.
+    load = parse('--workload-file', str(path), '--find-max', 'p99<5ms', '--phases',
+                 'get').load
+    assert [p.name for p in load.phases] == ['get']
