@@ -210,3 +210,27 @@ def test_the_flame_graph_splits_its_samples_by_library(pg, tmpdir):
     # SQLAlchemy's own frames are in the stacks, under the op that called them
     assert any('sqlalchemy/orm/session.py' in s and 'op_create' in s for s in fg['stacks'])
     assert 'own samples by library: sqlalchemy' in out
+
+
+SLOW = u'''from sqlalchemy import text
+
+
+def op_slow(db, key):
+    with db.session() as s, s.begin():
+        if key % 2 == 0:
+            s.execute(text('SELECT pg_sleep(3)'))
+        return s.execute(text('SELECT 1')).scalar()
+'''
+
+
+def test_an_orm_op_past_the_timeout_is_a_timeout_not_a_lost_connection(pg, tmpdir):
+    # The deadline is thrown in while psycopg2 waits; SQLAlchemy's rollback on the
+    # connection psycopg2 closed then raises an error of its own, which must not hide it.
+    path = write(tmpdir, 'slow.py', SLOW)
+    rc, out, err, res = run_pg(pg, ['--workload-file', path, '--ops', '20', '--greenlets', '4',
+                                    '--timeout', '0.5'])
+    assert rc == 1 and 'Traceback' not in err, err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    assert phase['ok'] == 10 and phase['timed_out'] == 10, phase
+    assert phase['errors'] == {'timeout': 10}, phase['errors']

@@ -28,6 +28,7 @@ SQLSTATE, a lost connection as a network error, anything else as the user's own.
 """
 from __future__ import absolute_import, division, print_function
 
+import gevent
 import psycopg2
 
 from gloaddriver import errors
@@ -77,11 +78,19 @@ def warm(engine_):
     engine_.pool.warm()
 
 
-def op_error(exc, password=None):
+def op_error(exc, password=None, engine_=None, timeout=None):
     """What a failed op's exception means to the run: a SQLAlchemy error (or psycopg2's)
     as the OpError it wraps, so the report counts it as the built-in ops' failures are
     (``server:SQLSTATE``, ``network``, ``timeout``) and an outage opens on a lost server;
-    anything else as it is."""
+    anything else as it is. Called in the greenlet whose op failed: an op whose deadline
+    was thrown in while it held a connection of ``engine_`` timed out, whatever error
+    SQLAlchemy raised after (its rollback on the connection psycopg2 closed)."""
+    if engine_ is not None:
+        expired = engine_.pool.expired
+        g = gevent.getcurrent()
+        if g in expired:
+            expired.discard(g)
+            return errors.RequestTimeout('no reply from PostgreSQL within %.1f s' % timeout)
     orig = exc
     for _depth in range(3):     # SQLAlchemy wraps the driver's error in ``orig``
         inner = getattr(orig, 'orig', None)

@@ -21,6 +21,10 @@ class Bridge(sapool.Pool):
         self._active = deadlines.active
         self._records = {}     # Pooled -> its SQLAlchemy record
         self._next = None      # the connection _lend hands to a record being made
+        # Greenlets whose op's deadline was thrown in while they held a connection. The
+        # timeout that psycopg2 raised is gone by the time the op fails: SQLAlchemy's
+        # rollback on the connection psycopg2 closed raises its own error in its place.
+        self.expired = set()
 
     def _lend(self, record):
         # Called by the record being made, before anything can yield: no other
@@ -43,6 +47,7 @@ class Bridge(sapool.Pool):
         ticket = None
         if g not in self._active:      # the op's first connection: its deadline
             ticket = self._active[g] = clock()
+            self.expired.discard(g)
         try:
             item = self._ours.get()
         except BaseException:
@@ -61,8 +66,12 @@ class Bridge(sapool.Pool):
         return rec
 
     def _end_deadline(self, g, ticket):
-        if ticket is not None and self._active.get(g) is ticket:
+        if ticket is None:
+            return
+        if self._active.get(g) is ticket:
             del self._active[g]
+        else:                          # the sweeper took it: the timeout was thrown in
+            self.expired.add(g)
 
     def _do_return_conn(self, rec):
         item = rec.gloaddriver_item

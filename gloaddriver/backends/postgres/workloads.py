@@ -96,8 +96,9 @@ class PeakMonitor(object):
     pool's connections checked out at that moment (in use by ops: open, and not free):
     the phase's peak of each, and of the second since the server metrics last asked."""
 
-    def __init__(self, pool):
+    def __init__(self, pool, direct=None):
         self.pool = pool
+        self.direct = direct or pool    # where its own connection goes: the server
         self.peak = 0
         self.checked_out_peak = 0
         self._recent_out = 0       # the peak checked out since take_checked_out()
@@ -146,7 +147,7 @@ class PeakMonitor(object):
     def _connect_once(self):
         """A named connection of its own in ``_item``; False when it cannot be had now."""
         try:
-            item = self.pool.connect(setup=False)
+            item = self.direct.connect(setup=False)
         except errors.OpError:
             return False
         self._item = item
@@ -191,7 +192,17 @@ class PostgresBackend(base.Backend):
                 read_dsn(dsn, config.target.read_from), self.opts.pool_size, password=password,
                 connect_timeout=config.limits.connect_timeout, timeout=config.limits.timeout,
                 setup=self._setup_connection)
-        self.monitor = PeakMonitor(self.pool)
+        # The driver's own looks at the server (its metrics, pg_stat_activity): straight
+        # to it when the ops go through a pooler, whose few server connections they
+        # would otherwise see.
+        self.direct_pool = self.pool
+        if self.opts.direct_dsn:
+            self.direct_pool = pgpool.Pool(self.opts.direct_dsn, 1, password=password,
+                                           connect_timeout=config.limits.connect_timeout,
+                                           timeout=config.limits.timeout)
+        self.monitor = PeakMonitor(self.pool, self.direct_pool)
+        from gloaddriver.backends.postgres.pgbouncer import PhaseNote
+        self.pooler_note = PhaseNote(self.opts)
         self.deadlines = pgpool.Deadlines(config.limits.timeout)
         self.values = workload.values(config.load.value_size, config.load.seed)
         self.max_parent = 0
@@ -207,9 +218,10 @@ class PostgresBackend(base.Backend):
 
     def describe(self):
         c = self.opts
-        return ('psycopg2 %s, %d greenlets on a pool of %d, %s wait callback%s'
+        return ('psycopg2 %s, %d greenlets on a pool of %d, %s wait callback%s%s'
                 % (psycopg2.__version__.split()[0], self.config.load.greenlets, c.pool_size,
-                   c.wait_callback, ', prepared statements' if c.prepared else ''))
+                   c.wait_callback, ', prepared statements' if c.prepared else '',
+                   through_pooler(c)))
 
     def server_version(self):
         return self._version
@@ -219,7 +231,7 @@ class PostgresBackend(base.Backend):
 
     def server_metrics(self, pid):
         from gloaddriver.backends.postgres import metrics
-        return metrics.sampler(self.pool, pid, self.monitor)
+        return metrics.sampler(self.direct_pool, pid, self.monitor)
 
     # -- setup ------------------------------------------------------------------
 
@@ -327,8 +339,10 @@ class PostgresBackend(base.Backend):
         """--sql PREPAREd once before the first op (then let go): a statement the server
         cannot run is the run's setup error, not every op's."""
         try:
-            item.cur.execute('PREPARE gloaddriver_sql_check AS ' + self.opts.sql.text)
-            item.cur.execute('DEALLOCATE gloaddriver_sql_check')
+            # One string, one implicit transaction: through pgbouncer in transaction mode
+            # both reach the same server connection.
+            item.cur.execute('PREPARE gloaddriver_sql_check AS %s; '
+                             'DEALLOCATE gloaddriver_sql_check' % self.opts.sql.text)
         except psycopg2.Error as e:
             raise errors.SchemaError('--sql cannot run on PostgreSQL at %s: %s'
                                      % (self._address or dsn_address(self.dsn),
@@ -439,7 +453,7 @@ class PostgresBackend(base.Backend):
 
     def op_error(self, exc):
         from gloaddriver.backends.postgres import sqla
-        return sqla.op_error(exc, self.password)
+        return sqla.op_error(exc, self.password, self.engine, self.config.limits.timeout)
 
     def io_counts(self):
         return None
@@ -484,6 +498,7 @@ class PostgresBackend(base.Backend):
         return self.pool.member if self._several_hosts else None
 
     def phase_started(self):
+        self.pooler_note.start()
         self.monitor.start()
         if self.figures is not None:
             self.figures.start()
@@ -498,7 +513,7 @@ class PostgresBackend(base.Backend):
                          'connects': self.pool.connects, 'discarded': self.pool.discarded},
                 'notes': ['connections used: at most %d checked out of a pool of %d at once, '
                           'peak server connections %d (pg_stat_activity; both sampled every '
-                          '50 ms)' % (out, self.pool.size, peak)]})
+                          '50 ms)' % (out, self.pool.size, peak)] + self.pooler_note.notes()})
 
     def close(self):
         if self.tx_log is not None:
@@ -508,6 +523,13 @@ class PostgresBackend(base.Backend):
         self.pool.close()
         if self.read_pool is not None:
             self.read_pool.close()
+
+
+def through_pooler(opts):
+    """What the header says of a private pooler the ops go through (or nothing)."""
+    if not opts.pooler:
+        return ''
+    return ', through %s (%s pool mode)' % (opts.pooler, opts.pool_mode)
 
 
 def _file_uses_orm(path):
