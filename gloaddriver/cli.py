@@ -1,5 +1,5 @@
 """The command line: ``gloaddriver [flags]`` runs a workload; the subcommands
-(``compat``, ``compare``, ``merge``, ``html``, ``schema``, ``pgbench``) are listed once,
+(``compat``, ``compare``, ``merge``, ``html``, ``schema``, ``report``, ``pgbench``) are listed once,
 with their help lines, in ``gloaddriver.config.flags.SUBCOMMANDS`` and run by
 ``DISPATCH`` here.
 
@@ -27,6 +27,11 @@ def _schema(argv):
     return schema.main(argv)
 
 
+def _report(argv):
+    from gloaddriver.report import from_journal
+    return from_journal.main(argv)
+
+
 def _pgbench(argv):
     from gloaddriver import pgbench_command
     return pgbench_command.main(argv)
@@ -47,6 +52,7 @@ DISPATCH = {
     'merge': _results('merge'),
     'html': _results('html'),
     'schema': _schema,
+    'report': _report,
     'pgbench': _pgbench,
 }
 

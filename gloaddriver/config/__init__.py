@@ -26,7 +26,8 @@ Load = namedtuple('Load', [
     'workload_file', 'start_at', 'verify', 'stages', 'repeat', 'find_max'])
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
 Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug web '
-                               'junit percentiles abort_window abort_grace hlog')
+                               'junit percentiles abort_window abort_grace hlog journal '
+                               'journal_default')
 Web = namedtuple('Web', 'host port keep')   # --web: where the live dashboard listens
 # Live metrics out (report.live), or None: where each goes and the names' first element.
 Live = namedtuple('Live', 'graphite statsd prometheus prefix push')
@@ -243,7 +244,7 @@ def parse(argv=None, environ=None):
         find_max=find_max.build(args, kind.judged_phases(opts, phases), percentiles))
     _check_shard(load.shard, load.keys)
     _check_repeat(args, kind.judged_phases(opts, phases))
-    keep.check(args, kind.judged_phases(opts, phases), check_output)
+    keep.check(args, kind.judged_phases(opts, phases), check_output, len(phases))
     password = args.password if args.password is not None else environ.get(PASSWORD_ENV)
     return Config(
         backend=kind.name,
@@ -282,7 +283,8 @@ def _output(args, percentiles, fail_conditions):
                   syscalls=args.syscalls, fail_if=fail_conditions, live=_live(args),
                   debug=args.debug, web=_web(args), junit=args.junit, percentiles=percentiles,
                   abort_window=args.abort_window, abort_grace=args.abort_grace,
-                  hlog=args.hlog)
+                  hlog=args.hlog, journal=args.journal or None,
+                  journal_default=getattr(args, 'journal_default', False))
 
 
 def _stages(args, kind):

@@ -38,6 +38,7 @@ SUBCOMMANDS = (
     ('merge', 'join the result JSON files of shards that ran together into one'),
     ('html', 'a self-contained HTML report from a result JSON file'),
     ('schema', 'print the JSON Schema of a result file'),
+    ('report', "a run's result rebuilt from its --journal"),
     ('pgbench', "pgbench 15's flags and summary, run by gloaddriver on PostgreSQL "
                 '(pgbench -i makes the tables)'),
 )
@@ -300,6 +301,13 @@ def build_parser(cls=None):
                    help="write each phase's latencies per interval as PREFIX.PHASE.hlog, "
                         "HdrHistogram's interval log (a line per interval, and one per op "
                         'tagged with its name), as the run goes')
+    g.add_argument('--journal', default=None, metavar='FILE',
+                   help='append every interval, event and finished phase to FILE as the run '
+                        'goes, flushed (gloaddriver report FILE rebuilds the result of a run '
+                        'that was killed); on by default as JSON.journal beside --json for '
+                        'runs of over a minute')
+    g.add_argument('--no-journal', dest='journal', action='store_false',
+                   help='no journal, not even the default one beside --json')
     g.add_argument('--progress', type=seconds, default=1.0, metavar='SECONDS',
                    help='progress line to stderr every SECONDS (0 = off)')
     g.add_argument('--interval', type=seconds, default=None, metavar='SECONDS',

@@ -100,6 +100,11 @@ class Hooks(object):
     def __init__(self, listeners=()):
         self.listeners = [each for each in listeners if each is not None]
 
+    def first(self, listener):
+        """``listener`` told each moment before the others, and ``closing`` and ``end``
+        after them (the journal: it writes what the others made)."""
+        self.listeners.insert(0, listener)
+
     def start(self, phase):
         for each in self.listeners:
             each.start(phase)

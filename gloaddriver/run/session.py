@@ -14,6 +14,7 @@ from gloaddriver.report import output
 from gloaddriver.report import web as web_out
 from gloaddriver.run.faults import Injector
 from gloaddriver.run.interrupts import Interrupts
+from gloaddriver.run.kept import Kept
 from gloaddriver.run.listeners import FlameGraphs
 from gloaddriver.run.runner import Run
 
@@ -64,13 +65,17 @@ class Samplers(dict):
     launcher = None
 
 
-def _kept(config):
-    """The listeners that keep the run's figures in files as it goes (--hlog)."""
-    out = []
-    if config.output.hlog:
-        from gloaddriver.run.hlog import HistogramLog
-        out.append(HistogramLog(config.output.hlog))
-    return out
+def _profiler(prof):
+    """--callgrind/--pstats: the client profiler, or None."""
+    if not (prof.callgrind or prof.pstats):
+        return None
+    from gloaddriver.measure.profiler import Profiler
+    return Profiler(prof.callgrind, prof.pstats, prof.clock, prof.profiler)
+
+
+def _manifest(config, kind, backend, settings, counter, profiler):
+    return manifest.build(config, kind, backend, settings, counter,
+                          profiler.describe() if profiler is not None else None)
 
 
 def _rounds(the_run, n):
@@ -88,6 +93,7 @@ def run(config, out=None):
     kind = backends.get(config.backend)
     stats.choose_percentiles(config.output.percentiles)
     server = backend = counter = metrics = live = injector = web = samplers = search = None
+    kept = Kept(config)
     try:
         web = web_out.open(config)   # first: its URL is said before the server starts
         settings = {'kind': kind.name, 'spawned': False}
@@ -102,11 +108,7 @@ def run(config, out=None):
         counter = SyscallCounter(enable=config.output.syscalls)
         backend = kind.backend(config, counter)
         backend.open()
-        profiler = None
-        prof = config.profiling
-        if prof.callgrind or prof.pstats:
-            from gloaddriver.measure.profiler import Profiler
-            profiler = Profiler(prof.callgrind, prof.pstats, prof.clock, prof.profiler)
+        profiler = _profiler(config.profiling)
         phases, aborted, verified = backend.run_phases(), None, None
         if phases is None:
             metrics = _metrics(backend, server, config.output.interval)
@@ -119,8 +121,10 @@ def run(config, out=None):
                 injector = Injector(config.target.faults, server)
             the_run = Run(config, backend, counter, profiler=profiler, server_metrics=metrics,
                           live=sink, faults=injector,
-                          listeners=_kept(config) + ([FlameGraphs(samplers)] if samplers
-                                                     else []))
+                          listeners=kept.listeners() + ([FlameGraphs(samplers)] if samplers
+                                                        else []))
+            kept.attach(the_run, lambda: _manifest(config, kind, backend, settings, counter,
+                                                   profiler), injector)
             the_run.setup()
             from gloaddriver.run.processes import wait_for_start
             wait_for_start(config.load.start_at)   # begin together with the others
@@ -133,11 +137,11 @@ def run(config, out=None):
         else:
             dropped = None
         result = run_result.build(
-            manifest.build(config, kind, backend, settings, counter,
-                           profiler.describe() if profiler is not None else None),
+            _manifest(config, kind, backend, settings, counter, profiler),
             phases, aborted, verify=verified,
             faults=injector.describe() if injector is not None else None, live=dropped,
             repeat=config.load.repeat, find_max=search.describe() if search else None)
+        kept.finish(result)
         failed = output.write(result, config.output.json, config.output.html, out,
                               fail_if=config.output.fail_if, csv_prefix=config.output.csv,
                               junit_path=config.output.junit)
@@ -148,6 +152,7 @@ def run(config, out=None):
         return errors.report_error(e)
     finally:
         stats.choose_percentiles(None)    # what the process makes next is not this run's
+        kept.close()
         if injector is not None:
             injector.end()
         if live is not None:
