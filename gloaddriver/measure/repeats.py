@@ -2,6 +2,11 @@
 figure's median, best and worst round and their spread, so that one lucky or unlucky
 round is seen for what it is. The rounds themselves stay in the result's phases, each
 marked with its ``repeat``.
+
+A round of a phase whose ops failed or timed out measured something else (an outage,
+duplicate keys): it is named in ``failed_rounds`` and left out of the figures, unless
+every round failed (then all are summarised, and all named). Percentiles come only from
+the rounds that measured them.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -49,18 +54,23 @@ def summary(phases, rounds, percentiles):
     order run) each figure over the rounds that ran it."""
     names = []
     by_name = {}
-    for p in phases:
+    for n, p in enumerate(phases):
         if p['name'] not in by_name:
             names.append(p['name'])
-        by_name.setdefault(p['name'], []).append(figures(p, percentiles))
+        by_name.setdefault(p['name'], []).append((p.get('repeat') or n + 1,
+                                                  figures(p, percentiles)))
     out = []
     for name in names:
-        rows = by_name[name]
+        each = by_name[name]    # (round, figures) of every round that ran it
+        failed = [i for i, r in each if r['errors']]
+        kept = [r for i, r in each if i not in failed] or [r for _i, r in each]
         figs = {}
-        for key in sorted(rows[0]):
-            fig = _figure(key, [r[key] for r in rows])
+        for key in sorted(kept[0]):
+            fig = _figure(key, [r[key] for r in kept])
             if fig is not None:
+                fig['values'] = [r[key] for _i, r in each]   # every round's, as run
                 figs[key] = fig
-        out.append({'name': name, 'rounds': len(rows), 'figures': figs})
+        out.append({'name': name, 'rounds': len(each), 'figures': figs,
+                    'failed_rounds': failed, 'summarised': len(kept)})
     ran = max([p.get('repeat') or 1 for p in phases] or [0])
     return {'rounds': rounds, 'ran': ran, 'phases': out}

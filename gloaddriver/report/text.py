@@ -53,6 +53,12 @@ def repeat_lines(result):
             '-' if figs[key]['spread_pct'] is None else '%.1f%%' % figs[key]['spread_pct'])
             for key, label in shown if key in figs]
         lines.append('  %s: %s' % (p['name'], '; '.join(parts)))
+        if p.get('failed_rounds'):
+            lines.append('  %s: round%s %s had failed ops: %s' % (
+                p['name'], 's' if len(p['failed_rounds']) > 1 else '',
+                ', '.join('#%d' % i for i in p['failed_rounds']),
+                'left out of the figures above' if p['summarised'] < p['rounds']
+                else 'every round did, so all are in the figures above'))
     return lines
 
 

@@ -254,6 +254,8 @@ class Run(object):
         the first round only, --verify and the workload file's on_stop and teardown
         after the last (or one that was aborted), and each phase is marked with its round."""
         i, n = repeat or (1, 1)
+        if n > 1:
+            self.keys.new_round(i)    # fresh keys: each round begins where the first did
         if self.load.warmup > 0 and i == 1:
             self._warmup()
         start = len(self.phases)

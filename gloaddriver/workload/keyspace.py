@@ -14,6 +14,9 @@ from gloaddriver.workload import keys as keygen
 
 UNLIMITED = sys.maxsize
 SHARD_SPAN = 40     # unbounded inserts: each shard's fresh keys start 2**40 apart
+# --repeat: each round's fresh keys start 2**32 after the round before's (below the
+# next shard's 2**40 for the first 256 rounds), so a round inserts keys no round made.
+ROUND_SPAN = 32
 
 
 class KeySpace(object):
@@ -25,6 +28,25 @@ class KeySpace(object):
         # Keys known to exist after a time-bounded insert phase; None: --keys.
         self.count = None
         self.first = 0
+        # --repeat: where this round's fresh keys begin (0 in the first round), and
+        # whether the run's own inserts make the keys its phases read (then the whole
+        # key space moves with the round; else only the inserts of a mix do).
+        self.offset = 0
+        self.moves = any(self._makes_keys(spec) for spec in load.phases)
+
+    def _makes_keys(self, spec):
+        return not self.user_workload and len(spec.weights) == 1 and \
+            spec.weights[0][0] == 'insert'
+
+    def new_round(self, i):
+        """--repeat: round ``i`` (1 for the first) inserts keys no round before made, so
+        that each round begins where the first did: ``--repeat 3 --phases insert`` is
+        three equal rounds, not one and two of duplicate keys. A run that only reads
+        (selects on your own data) reads the same keys every round."""
+        if self.user_workload:
+            return
+        self.offset = (i - 1) << ROUND_SPAN
+        self.count = None    # a time-bounded insert of this round says again what it made
 
     def shard_range(self):
         """(first key, number of keys) of this shard's part of [0, --keys), or of the keys
@@ -32,11 +54,12 @@ class KeySpace(object):
         if self.count is not None:
             return self.first, max(self.count, 1)
         cfg = self.load
+        base = self.offset if self.moves else 0
         if not cfg.shard:
-            return 0, cfg.keys
+            return base, cfg.keys
         i, n = cfg.shard
         lo, hi = i * cfg.keys // n, (i + 1) * cfg.keys // n
-        return lo, max(hi - lo, 1)
+        return base + lo, max(hi - lo, 1)
 
     def time_bounded_insert(self, spec):
         """An insert phase of its own with no op limit: it takes fresh keys for as long as
@@ -78,7 +101,7 @@ class PhaseKeys(object):
         own, this shard's keys from its first (the load); in a mix, keys above the key
         space, a separate range per shard."""
         cfg, spec = self.space.load, self.spec
-        shard_base = cfg.shard[0] << SHARD_SPAN if cfg.shard else 0
+        shard_base = (cfg.shard[0] << SHARD_SPAN if cfg.shard else 0) + self.space.offset
         if len(spec.weights) > 1:
             return keygen.sequential(UNLIMITED, cfg.keys + shard_base)
         if self.space.time_bounded_insert(spec):
