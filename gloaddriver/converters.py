@@ -85,6 +85,8 @@ FAULT_ACTIONS = {
 # plays the failover coordinator: the most advanced live replica becomes the leader.
 FAULT_TARGETS = ('leader', 'replica')
 PROMOTE = 'promote'
+# With a private pooler (--pooler), its own target: pooler-restart (or restart-pooler).
+FAULT_POOLER = 'pooler'
 Fault = namedtuple('Fault', 'action at duration target')
 
 
@@ -107,8 +109,16 @@ def duration(text):
 
 
 def _fault_action(part, word, replica_set):
-    """(action, target) of one ACTION[-TARGET] word."""
+    """(action, target) of one ACTION[-TARGET] word (or pooler-ACTION)."""
+    first, dash, rest = word.partition('-')
+    if first == FAULT_POOLER and dash:
+        word = '%s-%s' % (rest, FAULT_POOLER)    # pooler-restart is restart-pooler
     action, dash, target = word.partition('-')
+    if target == FAULT_POOLER:
+        if action not in FAULT_ACTIONS:
+            raise ValueError('--fault %s: the pooler takes %s (pooler-restart@5s)'
+                             % (part, ', '.join(sorted(FAULT_ACTIONS))))
+        return action, FAULT_POOLER     # whether there is one: the backend's to say
     syntax = ('--fault takes ACTION@TIME[:DURATION], comma-separated, with ACTION one of %s%s; '
               'got %r' % (', '.join(sorted(FAULT_ACTIONS)), ' (each may name its target: '
                           'kill-leader, stop-replica), or promote' if replica_set else '', part))
@@ -129,7 +139,8 @@ def _fault_action(part, word, replica_set):
 def faults(text, replica_set=False):
     """'kill@5s,start@8s,stop@12s:3s' -> Faults in time order, checked as a sequence: a
     start needs a killed server, a cont a paused one, and so on. With ``replica_set``
-    each action has a target (the leader unless it names one) and promote is one."""
+    each action has a target (the leader unless it names one) and promote is one;
+    pooler-ACTION acts on a private pooler (``--pooler``: the backend checks there is one)."""
     out = []
     for part in text.split(','):
         part = part.strip()

@@ -1,7 +1,8 @@
 """What every private server (``--spawn``, the demo, the tests) has in common.
 
 Each server gets a fresh temporary directory and a free loopback port, and is
-removed (process and files) by ``stop()``. Each backend subclasses ``Server``
+removed (process and files) by ``stop()``; when the driver is killed before it can
+stop them, its reaper (``reaper``) kills the processes and removes the directories. Each backend subclasses ``Server``
 in its own ``server.py``; nothing here talks a protocol.
 """
 from __future__ import absolute_import, division, print_function
@@ -14,6 +15,7 @@ import tempfile
 import time
 
 from gloaddriver import errors
+from gloaddriver.backends import reaper
 from gloaddriver.backends.launcher import Launcher
 from gloaddriver.measure import procfs
 
@@ -92,6 +94,7 @@ class Server(object):
         self.proc = self._launcher.spawn(self._argv(), self.work_dir, self._env(),
                                          os.path.join(self.work_dir, 'stdout.log'),
                                          self._run_as)
+        reaper.watch_pid(self.proc.pid)   # killed even if the driver is
 
     def _log_path(self):
         return os.path.join(self.work_dir, self.log_name)
@@ -142,6 +145,7 @@ class Server(object):
         """Temp dir, free port, prepare, launch, wait until usable; clean up on failure."""
         self._check()
         self.work_dir = tempfile.mkdtemp(prefix='gloaddriver-%s-' % self.name)
+        reaper.watch(self.work_dir)   # removed even if the driver is killed
         try:
             self._launcher = Launcher()   # now: before the driver opens its counters
             self.port = free_port()
@@ -193,6 +197,7 @@ class Server(object):
             self._launcher = None
         if self.work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
+            reaper.forget(self.work_dir)
             self.work_dir = None
 
     def __enter__(self):

@@ -13,7 +13,8 @@ time it took effect; the runner turns it into seconds into a phase), ``took``
 listener hears the time, which an open outage takes as the server's true return.
 
 On a replica set (``backends.replicaset``) an action has a ``target`` (leader or
-replica) and the event names the ``member`` it hit; ``promote`` (the failover
+replica) and the event names the ``member`` it hit (so does one on the private pooler,
+target ``pooler``: its address); ``promote`` (the failover
 coordinator's move) says ``from`` and ``to``, and is the writable service's return.
 """
 from __future__ import absolute_import, division, print_function
@@ -34,8 +35,13 @@ class Injector(object):
         self._greenlet = None
         self._t0 = None
         self._on_return = None
+        pooled = [f for f in faults if f.target == converters.FAULT_POOLER]
+        if pooled and getattr(server, 'pooler', None) is None:
+            raise errors.ConfigError('--fault %s-pooler@%gs: this run has no pooler to act on '
+                                     '(--pooler pgbouncer, with --spawn)'
+                                     % (pooled[0].action, pooled[0].at))
         for f in converters.left_down(faults):
-            if f.target not in (None, 'leader'):
+            if f.target not in (None, 'leader', converters.FAULT_POOLER):
                 continue     # the writes go on to the leader
             # Said before the first op: a user who forgot start@ would otherwise watch
             # --outage-limit of failures before the run aborts.
@@ -44,7 +50,8 @@ class Injector(object):
                        'phase ends or --outage-limit aborts the run'
                        % (f.action, f.at, f.target or 'server',
                           'killed' if f.action == 'kill' else 'paused',
-                          'start' if f.action == 'kill' else 'cont'))
+                          ('start' if f.action == 'kill' else 'cont') + (
+                              '-pooler' if f.target == converters.FAULT_POOLER else '')))
 
     def begin(self, on_return=None):
         """Start the schedule now (the first phase's start); idempotent."""

@@ -13,13 +13,14 @@ import os
 import re
 from collections import namedtuple
 
-from gloaddriver import errors, workload
+from gloaddriver import converters, errors, workload
 from gloaddriver.backends import base
 from gloaddriver.converters import count, positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
                                 'wait_callback scripts connector script_run session_init decode '
-                                'sql fill')
+                                'sql fill pooler pool_mode pooler_settings direct_dsn '
+                                'pooler_admin')
 # How scripts run (pgbench's flags): --protocol, --max-tries, --per-statement, --define,
 # --scale, --connect-per-op, --tx-log, --sampling-rate.
 ScriptRun = namedtuple('ScriptRun', 'protocol max_tries per_statement defines scale '
@@ -43,6 +44,14 @@ DECODES = ('lazy', 'full')
 # statements in flight per socket is the point of it; a few connections keep the
 # server's backends (one CPU each) busy when there are cores for them.
 PIPELINED_PER_CONNECTION = 8
+# --pooler, --pool-mode (backends/postgres/pgbouncer.py).
+POOLERS = ('pgbouncer',)
+POOL_MODES = ('session', 'transaction')
+# What the private pgbouncer must have as gloaddriver writes it: where it listens, whom it
+# lets in, its files.
+OWN_POOLER_SETTINGS = ('listen_addr', 'listen_port', 'unix_socket_dir', 'auth_type',
+                       'auth_file', 'auth_query', 'auth_user', 'admin_users', 'pidfile',
+                       'logfile', 'user')
 _IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,62}$')
 
 
@@ -136,6 +145,20 @@ class Postgres(base.Kind):
                                    help='postgres: SQL run on every new connection before it '
                                         'carries an op, reconnects included (SET statements, '
                                         'search_path...; both connectors)')),
+        (('--pooler',), dict(choices=list(POOLERS),
+                             help='postgres --spawn: a private pgbouncer in front of the '
+                                  'server (of a replica set\'s leader); the ops go through '
+                                  'it, the server metrics straight to the server (see '
+                                  'docs/pooler.md)')),
+        (('--pool-mode',), dict(choices=list(POOL_MODES),
+                                help='with --pooler: pgbouncer\'s pool_mode, session (the '
+                                     'default: a server connection per client) or '
+                                     'transaction (one per transaction; no named prepared '
+                                     'statements)')),
+        (('--pooler-setting',), dict(action='append', metavar='NAME=VALUE',
+                                     help='with --pooler: a pgbouncer.ini setting of its '
+                                          '[pgbouncer] section, e.g. server_login_retry=1 '
+                                          '(again for more; the defaults are pgbouncer\'s)')),
         (('--wait-callback',), dict(choices=list(WAIT_CALLBACKS),
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '
@@ -218,7 +241,8 @@ class Postgres(base.Kind):
                        bulk_methods=methods, rows=args.rows or 100000,
                        wait_callback=args.wait_callback or 'cached', scripts=scripts,
                        connector=connector, script_run=script_run,
-                       session_init=args.session_init, decode=decode, sql=sql, fill=fill)
+                       session_init=args.session_init, decode=decode, sql=sql, fill=fill,
+                       **_pooler_options(args, kind, connector, script_run))
 
     def default_ops(self, args):
         return ORM_DEFAULT_OPS if args.workload == 'orm' else None
@@ -259,12 +283,22 @@ class Postgres(base.Kind):
         t = config.target
         if t.replicas:
             from gloaddriver.backends.postgres.replicaset import PostgresReplicaSet
-            return PostgresReplicaSet(t.replicas, t.replication, wal_mode=t.wal_mode,
-                                      init_file=t.spawn_init).start()
-        return PostgresServer(wal_mode=t.wal_mode, init_file=t.spawn_init).start()
+            server = PostgresReplicaSet(t.replicas, t.replication, wal_mode=t.wal_mode,
+                                        init_file=t.spawn_init).start()
+        else:
+            server = PostgresServer(wal_mode=t.wal_mode, init_file=t.spawn_init).start()
+        if config.opts.pooler:
+            from gloaddriver.backends.postgres.pooled import PooledServer
+            return PooledServer.start(server, config.opts.pool_mode, config.opts.pool_size,
+                                      config.opts.pooler_settings)
+        return server
 
     def target(self, config, server):
-        return config._replace(opts=config.opts._replace(dsn=server.dsn, init=True),
+        # Behind a pooler, the ops go to it and the driver's monitoring to the server.
+        pooler = getattr(server, 'pooler', None)
+        return config._replace(opts=config.opts._replace(
+            dsn=server.dsn, init=True, direct_dsn=pooler and server.direct_dsn,
+            pooler_admin=pooler and pooler.admin_dsn),
                                target=config.target._replace(password=server.password))
 
     def server_argv(self, server):
@@ -320,6 +354,10 @@ class Postgres(base.Kind):
     def with_processes(self, config):
         if config.opts.workload == 'bulk':
             raise errors.ConfigError('--processes does not apply to --workload bulk')
+        if config.opts.pooler:
+            raise errors.ConfigError('--pooler with --processes is not supported yet: run one '
+                                     'process (--greenlets), or several against a pgbouncer '
+                                     'of your own (--dsn)')
 
     @property
     def crosscheck(self):
@@ -423,6 +461,83 @@ def _check_pipelined(args, kind, pool_size):
         raise errors.ConfigError('--pool-size %d exceeds --greenlets %d: with --connector '
                                  'pipelined a connection would have no greenlet'
                                  % (pool_size, args.greenlets))
+
+
+def _check_pooler(args, kind, connector, script_run):
+    """--pooler and --pool-mode checked before the run; what pgbouncer 1.18's transaction
+    mode cannot carry (named prepared statements: the next transaction may get another
+    server connection, which has never seen them) refused with what to use instead."""
+    if args.pool_mode and not args.pooler:
+        raise errors.ConfigError('--pool-mode goes with --pooler pgbouncer')
+    if not args.pooler:
+        hit = [f for f in _faults_given(args) if f.target == converters.FAULT_POOLER]
+        if hit:
+            raise errors.ConfigError('--fault %s-pooler@%gs: there is no pooler; add --pooler '
+                                     'pgbouncer (with --spawn)' % (hit[0].action, hit[0].at))
+        return
+    if not args.spawn:
+        raise errors.ConfigError('--pooler goes with --spawn (gloaddriver starts pgbouncer in '
+                                 'front of its private server); for a pgbouncer of your own, '
+                                 'give its address in --dsn')
+    if args.read_from not in (None, 'leader'):
+        raise errors.ConfigError('--read-from %s does not go with --pooler: the private '
+                                 'pgbouncer fronts the leader only' % args.read_from)
+    if args.pool_mode != 'transaction':
+        return
+    named = None
+    if script_run is not None and script_run.protocol == 'prepared':
+        named = '--protocol prepared' if args.protocol else '--prepared'
+        instead = 'use --protocol extended (values apart from the text, no named statement)'
+    elif args.prepared:
+        named, instead = '--prepared', 'leave out --prepared'
+    elif connector == 'pipelined' and kind != 'script':
+        named = '--connector pipelined'
+        instead = ('use --connector psycopg2' + (
+            ', or --script with --protocol simple or extended' if kind == 'script' else ''))
+    if named:
+        raise errors.ConfigError(
+            '%s prepares named statements, which pgbouncer 1.18 in transaction mode does not '
+            'carry (the next transaction may run on another server connection: "prepared '
+            'statement ... does not exist"); %s, or --pool-mode session' % (named, instead))
+
+
+def _pooler_options(args, kind, connector, script_run):
+    """The Options of --pooler, checked (the DSNs come with the spawned pooler)."""
+    _check_pooler(args, kind, connector, script_run)
+    return dict(pooler=args.pooler, pool_mode=args.pool_mode or (
+        'session' if args.pooler else None), pooler_settings=_pooler_settings(args),
+        direct_dsn=None, pooler_admin=None)
+
+
+def _pooler_settings(args):
+    """--pooler-setting NAME=VALUE..., as ((name, value), ...); the settings the private
+    pgbouncer needs as they are (its address, auth, admin) refused."""
+    out = []
+    for item in args.pooler_setting or ():
+        name, sep, value = item.partition('=')
+        name = name.strip().lower()
+        if not args.pooler:
+            raise errors.ConfigError('--pooler-setting goes with --pooler pgbouncer')
+        if not sep or not re.match(r'^[a-z_]+$', name) or '\n' in value:
+            raise errors.ConfigError('--pooler-setting %s: write NAME=VALUE, e.g. '
+                                     'server_login_retry=1' % item)
+        if name == 'pool_mode':
+            raise errors.ConfigError('--pooler-setting pool_mode: use --pool-mode')
+        if name in OWN_POOLER_SETTINGS:
+            raise errors.ConfigError('--pooler-setting %s: gloaddriver sets it for its private '
+                                     'pgbouncer (%s)' % (name, ', '.join(OWN_POOLER_SETTINGS)))
+        out.append((name, value.strip()))
+    return tuple(out)
+
+
+def _faults_given(args):
+    """--fault's actions, or none when it is missing or wrong (config says why)."""
+    if not args.fault:
+        return ()
+    try:
+        return converters.faults(args.fault, replica_set=bool(args.replicas))
+    except ValueError:
+        return ()
 
 
 def _decode(args, kind, connector):

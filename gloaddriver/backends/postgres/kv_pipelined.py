@@ -25,7 +25,8 @@ from gloaddriver.py23 import clock
 from gloaddriver.backends import base
 from gloaddriver.backends.postgres import tls
 from gloaddriver.backends.postgres.pipelined import PipelinedConnection
-from gloaddriver.backends.postgres.workloads import SCHEMA_KV, missing_tables, value_state
+from gloaddriver.backends.postgres.workloads import (SCHEMA_KV, missing_tables, through_pooler,
+                                                   value_state)
 from gloaddriver.backends.shared_socket import connect_when_up, summed_stats
 
 STATEMENTS = (
@@ -133,6 +134,15 @@ class PipelinedBackend(base.Backend):
         self.read_conns = []      # --read-from replica|any: the reads' own connections
         self._ops = []
         self._version = None
+        from gloaddriver.backends.postgres.pgbouncer import PhaseNote
+        self.pooler_note = PhaseNote(self.opts)
+
+    def phase_started(self):
+        self.pooler_note.start()
+
+    def phase_extra(self):
+        notes = self.pooler_note.notes()
+        return {'notes': notes} if notes else {}
 
     def _connection(self, statements=(), name='pg-pipelined', reconnect=True, want=None):
         c = self.config
@@ -149,8 +159,9 @@ class PipelinedBackend(base.Backend):
     def describe(self):
         n = self.opts.pool_size
         return ('pipelined connector (extended protocol, statements in flight together), '
-                '%d greenlets on %d connection%s, prepared statements'
-                % (self.config.load.greenlets, n, '' if n == 1 else 's'))
+                '%d greenlets on %d connection%s, prepared statements%s'
+                % (self.config.load.greenlets, n, '' if n == 1 else 's',
+                   through_pooler(self.opts)))
 
     def address(self):
         if self.conns:
@@ -244,7 +255,9 @@ class PipelinedBackend(base.Backend):
         from gloaddriver.backends.postgres import metrics
         from gloaddriver.backends.postgres import pool as pgpool
         c = self.config
-        return metrics.sampler(pgpool.Pool(self.dsn, 1, password=self.password,
+        # Straight to the server when the ops go through a pooler.
+        return metrics.sampler(pgpool.Pool(c.opts.direct_dsn or self.dsn, 1,
+                                           password=self.password,
                                            connect_timeout=c.limits.connect_timeout,
                                            timeout=c.limits.timeout), pid)
 

@@ -49,6 +49,7 @@ from gloaddriver.backends.postgres.replies import (ProtocolError, ReplyParser, R
                                                    describe_columns, error_fields,
                                                    next_message)
 from gloaddriver.backends.postgres.param_values import encode, plan
+from gloaddriver.backends.postgres.sqlstate import server_error
 from gloaddriver.backends.postgres.row_values import formats
 from gloaddriver.backends.shared_socket import SharedSocket
 
@@ -119,7 +120,7 @@ def _copy(exc):
     """A fresh exception like ``exc``: one per failed caller, so that tracebacks do
     not pile up on a shared instance."""
     if isinstance(exc, errors.ServerError):
-        return errors.ServerError(exc.code, exc.message, exc.outage)
+        return server_error(exc.code, exc.message)
     return exc.__class__(str(exc))
 
 

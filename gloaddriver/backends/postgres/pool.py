@@ -28,7 +28,7 @@ from gevent.hub import get_hub
 
 from gloaddriver import errors
 from gloaddriver.py23 import PY2, clock
-from gloaddriver.backends.postgres.sqlstate import is_outage
+from gloaddriver.backends.postgres.sqlstate import pooler_error, server_error
 
 _POLL_OK = psycopg2.extensions.POLL_OK
 _POLL_READ = psycopg2.extensions.POLL_READ
@@ -416,7 +416,11 @@ def translate(exc, item, password):
     """A psycopg2 error as our exception; marks the connection broken when it is."""
     if getattr(exc, 'pgcode', None) is None or item.conn.closed:
         item.broken = True
-        return errors.NetworkError(scrub(exc, password) or exc.__class__.__name__)
+        # A pooler's FATAL before it closed the connection (server conn crashed?) is
+        # named by what it says, not as a network error.
+        text = str(exc).strip().splitlines()
+        lost = pooler_error(getattr(exc, 'pgcode', None) or '08006', text[0] if text else '')
+        return lost or errors.NetworkError(scrub(exc, password) or exc.__class__.__name__)
     return as_op_error(exc, password)
 
 
@@ -427,4 +431,4 @@ def as_op_error(exc, password):
     if pgcode is None:
         return errors.NetworkError(scrub(exc, password) or exc.__class__.__name__)
     message = (getattr(exc, 'pgerror', None) or str(exc)).strip().splitlines()
-    return errors.ServerError(pgcode, message[0] if message else pgcode, is_outage(pgcode))
+    return server_error(pgcode, message[0] if message else pgcode)

@@ -38,7 +38,7 @@ import struct
 
 from gloaddriver import errors
 from gloaddriver.backends.postgres.row_values import decode_parts
-from gloaddriver.backends.postgres.sqlstate import is_outage
+from gloaddriver.backends.postgres.sqlstate import server_error as _server_error
 
 _I = struct.Struct('!I')
 _IH = struct.Struct('!IH')
@@ -143,8 +143,7 @@ def error_fields(payload):
 
 def server_error(fields):
     """An ErrorResponse as a ServerError, outage or not as the psycopg2 path says."""
-    code = fields.get('C', '?')
-    return errors.ServerError(code, fields.get('M', '?'), is_outage(code))
+    return _server_error(fields.get('C', '?'), fields.get('M', '?'))
 
 
 def next_message(buf, source='the server'):
