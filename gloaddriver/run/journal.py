@@ -99,9 +99,8 @@ class Journal(Listener):
     def finish(self, result):
         """The run's end: the phases not written yet, then its own sections."""
         self._flush_pending()
-        self._write(dict(('%s' % k, result[k]) for k in ('aborted', 'verify', 'faults',
-                                                         'find_max', 'live')
-                         if k in result), type='end')
+        self._write(dict((k, result[k]) for k in ('aborted', 'verify', 'faults', 'find_max',
+                                                  'live') if k in result), type='end')
         self.close()
 
     def close(self):
