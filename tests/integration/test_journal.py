@@ -34,11 +34,11 @@ def folder():
     shutil.rmtree(path)
 
 
-def report(journal, folder):
-    """``gloaddriver report JOURNAL --json``: (exit code, stdout, the result)."""
+def report(journal, folder, *more):
+    """``gloaddriver report JOURNAL --json F [MORE]``: (its stdout, the result)."""
     out = os.path.join(folder, 'rebuilt.json')
     p = subprocess.Popen([sys.executable, '-m', 'gloaddriver', 'report', journal, '--json',
-                          out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          out] + list(more), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
     stdout, stderr = p.communicate()
     assert p.returncode == 0, stderr
@@ -78,10 +78,14 @@ def test_killed_mid_phase_rebuilds_up_to_the_last_interval(backend, folder):
     _out, rest = p.communicate()
     stderr = p.stderr_before + rest.decode('utf-8', 'replace')
     assert p.returncode == -signal.SIGKILL
-    table, result = report(journal, folder)
+    page, csv = os.path.join(folder, 'rebuilt.html'), os.path.join(folder, 'rebuilt')
+    table, result = report(journal, folder, '--html', page, '--csv', csv)
     assert result['aborted'].startswith('cut short: the journal %s ends in phase select'
                                         % journal), result['aborted']
     assert 'ABORTED: cut short' in table
+    with open(page) as f:     # the page says so too (its verdict is the JSON's)
+        assert 'cut short: the journal' in f.read()
+    assert os.path.getsize(csv + '_history.csv') > 0
     assert [p['name'] for p in result['phases']] == ['insert', 'select']
     check_rebuilt(stderr, result)
     insert, select = result['phases']
