@@ -80,6 +80,8 @@ def run_cli(args, server=None, env=None, timeout=300):
         with open(out.name) as f:
             result = result_schema.read(f)
         os.unlink(out.name)
+    if os.path.exists(out.name + '.journal'):   # a run of over a minute keeps one by default
+        os.unlink(out.name + '.journal')
     return p.returncode, stdout.decode('utf-8', 'replace'), stderr.decode('utf-8', 'replace'), result
 
 
