@@ -153,6 +153,23 @@ def test_a_run_to_its_end_rebuilds_into_its_json(backend, folder):
     assert 'ABORTED' not in table
 
 
+@pytest.mark.parametrize('args', [
+    ['--phases', 'insert,select', '--ops', '3000', '--repeat', '2'],
+    ['--phases', 'select', '--find-max', 'p99<50ms', '--find-max-start', '1000',
+     '--find-max-step', '0.6', '--find-max-steps', '3', '--find-max-warmup', '0'],
+])
+def test_rounds_and_steps_are_rebuilt_as_json_has_them(args, folder):
+    """Each round's ``repeat`` and the summary; each --find-max step's ``step`` (set after
+    the phase ended) and the search."""
+    journal = os.path.join(folder, 'run.journal')
+    rc, out, err, res = run_cli(['--spawn', '--journal', journal] + args)
+    assert rc == 0, err
+    _table, rebuilt = report(journal, folder)
+    assert rebuilt['phases'] == res['phases']
+    for key in ('repeat', 'find_max'):
+        assert rebuilt.get(key) == res.get(key)
+
+
 def test_on_by_default_beside_json_for_a_run_of_over_a_minute(folder):
     """Said in one line as the run starts; an interrupted run's journal ends as it did."""
     path = os.path.join(folder, 'r.json')
