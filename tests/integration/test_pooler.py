@@ -20,7 +20,7 @@ POOLED = ['--backend', 'postgres', '--spawn', '--init', '--pooler', 'pgbouncer']
 
 
 def _parts(driver_pid):
-    """{pid: work dir} of the pgbouncer and postgres processes the driver started (its
+    """{pid: work dir} of the pgbouncer, haproxy and postgres processes the driver started (its
     launcher's children), read from their command lines."""
     out = {}
     launchers = [p for p in procfs.family(driver_pid) if p != driver_pid]
@@ -34,6 +34,8 @@ def _parts(driver_pid):
             name = os.path.basename(argv[0])
             if name == 'pgbouncer':
                 out[pid] = os.path.dirname(argv[1])
+            elif name == 'haproxy' and '-f' in argv:
+                out[pid] = os.path.dirname(argv[argv.index('-f') + 1])
             elif name == 'postgres' and '-D' in argv:
                 out[pid] = os.path.dirname(argv[argv.index('-D') + 1])
     return out
@@ -132,6 +134,11 @@ def test_named_statements_through_transaction_mode_are_refused_before_anything_s
     (POOLED + ['--processes', '2'], '--pooler with --processes is not supported yet'),
     (POOLED + ['--spawn', '--replicas', '1', '--read-from', 'replica', '--connector',
                'pipelined'], '--read-from replica does not go with --pooler'),
+    (['--backend', 'postgres', '--spawn', '--proxy', 'haproxy'],
+     '--proxy haproxy goes with --spawn --replicas N'),
+    (['--backend', 'postgres', '--spawn', '--replicas', '1', '--proxy', 'haproxy',
+      '--read-from', 'replica', '--connector', 'pipelined'],
+     '--read-from replica does not go with --proxy'),
 ])
 def test_bad_pooler_flags_are_one_line_and_exit_2(flags, says):
     rc, out, err, res = run_cli(flags)
@@ -188,7 +195,7 @@ def test_a_failover_through_pgbouncer_names_the_poolers_errors(connector, mode):
         '--pool-mode', mode, '--pooler-setting', 'server_login_retry=1',
         '--replicas', '2', '--replication', 'sync', '--wal-mode', 'write',
         '--fault', 'kill-leader@2s,promote@3s', '--verify', '--phases', 'insert',
-        '--ops', '0', '--duration', '7'])
+        '--ops', '0', '--duration', '9'])
     assert 'Traceback' not in err and res['aborted'] is None, err[-3000:]
     assert_accounted(res)
     kill, promote = res['faults']
@@ -197,9 +204,11 @@ def test_a_failover_through_pgbouncer_names_the_poolers_errors(connector, mode):
     windows = [o for o in insert['outages'] if o['failed'] + o['timed_out'] > 0]
     assert windows and all(not o['open'] for o in windows), insert['outages']
     kinds = set(insert['errors'])
-    assert kinds and all(k.startswith('pooler:') or k in ('network', 'timeout')
-                         for k in kinds), kinds
-    if _names_fatal_errors(connector):
+    # pgbouncer's own, by name, or what the server said through it in session mode (a
+    # backend's 57P01 as the kill reaches it), or the connection lost.
+    assert kinds and all(k.startswith(('pooler:', 'server:08', 'server:57P')) or
+                         k in ('network', 'timeout') for k in kinds), kinds
+    if mode == 'transaction' and _names_fatal_errors(connector):
         assert any(k.startswith('pooler:') for k in kinds), kinds
     last = max(o['end'] for o in windows)
     assert last < insert['seconds'] - 1.0, (last, insert['seconds'])   # it went on
@@ -212,13 +221,16 @@ def test_a_failover_through_pgbouncer_names_the_poolers_errors(connector, mode):
 @pytest.mark.parametrize('how', ['end', 'sigint', 'sigkill'])
 def test_nothing_of_the_run_is_left(how):
     p = started_driver(POOLED + ['--pool-mode', 'transaction', '--replicas', '1',
+                                 '--proxy', 'haproxy',
                                  '--phases', 'select', '--ops', '0',
                                  '--duration', '2' if how == 'end' else '60'], {})
     try:
         parts = _parts(p.pid)
         dirs = set(parts.values())
-        assert len(dirs) == 3, parts     # the pooler and two members
-        assert any(os.path.basename(d).startswith('gloaddriver-pgbouncer-') for d in dirs)
+        assert len(dirs) == 4, parts     # the pooler, the proxy and two members
+        for name in ('pgbouncer', 'haproxy'):
+            assert any(os.path.basename(d).startswith('gloaddriver-%s-' % name)
+                       for d in dirs), parts
         if how == 'sigint':
             p.send_signal(signal.SIGINT)
         elif how == 'sigkill':
@@ -230,3 +242,33 @@ def test_nothing_of_the_run_is_left(how):
             p.kill()
             p.wait()
     _assert_nothing_left(parts)
+
+
+@pytest.mark.parametrize('front', [[], ['--pooler', 'pgbouncer', '--pool-mode', 'transaction',
+                                        '--pooler-setting', 'server_login_retry=1']])
+def test_a_failover_goes_on_through_haproxy(front):
+    """--proxy haproxy in front of the set the driver fails over itself: its checks find
+    the promoted member writable and the run goes on through the same address, nothing
+    acknowledged lost (and the same with pgbouncer in front of HAProxy)."""
+    rc, out, err, res = run_cli(['--backend', 'postgres', '--spawn', '--init', '--replicas',
+                                 '2', '--replication', 'sync', '--wal-mode', 'write',
+                                 '--proxy', 'haproxy'] + front + [
+        '--fault', 'kill-leader@2s,promote@3s', '--verify', '--phases', 'insert',
+        '--ops', '0', '--duration', '9', '--greenlets', '8'])
+    assert 'Traceback' not in err and res['aborted'] is None, err[-3000:]
+    assert_accounted(res)
+    proxy = res['manifest']['server']['proxy']
+    assert proxy['kind'] == 'haproxy' and len(proxy['servers']) == 3
+    assert 'on-marked-down shutdown-sessions' in proxy['check']
+    if front:
+        assert res['manifest']['server']['pooler']['backend'] == proxy['address']
+    kill, promote = res['faults']
+    assert 'error' not in promote, promote
+    (insert,) = res['phases']
+    assert insert['outages'] and all(not o['open'] for o in insert['outages']), \
+        insert['outages']
+    last = max(o['end'] for o in insert['outages'])
+    assert promote['t'] <= last < insert['seconds'] - 1.0, (last, promote, insert['seconds'])
+    assert insert['ok'] > 0
+    v = res['verify']
+    assert v['checked'] > 0 and v['acknowledged_lost'] == 0, v

@@ -19,7 +19,7 @@ from gloaddriver.converters import count, positive_int
 
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
                                 'wait_callback scripts connector script_run session_init decode '
-                                'sql fill pooler pool_mode pooler_settings direct_dsn '
+                                'sql fill pooler pool_mode pooler_settings proxy direct_dsn '
                                 'pooler_admin')
 # How scripts run (pgbench's flags): --protocol, --max-tries, --per-statement, --define,
 # --scale, --connect-per-op, --tx-log, --sampling-rate.
@@ -46,6 +46,7 @@ DECODES = ('lazy', 'full')
 PIPELINED_PER_CONNECTION = 8
 # --pooler, --pool-mode (backends/postgres/pgbouncer.py).
 POOLERS = ('pgbouncer',)
+PROXIES = ('haproxy',)   # --proxy (backends/postgres/haproxy.py)
 POOL_MODES = ('session', 'transaction')
 # What the private pgbouncer must have as gloaddriver writes it: where it listens, whom it
 # lets in, its files.
@@ -159,6 +160,11 @@ class Postgres(base.Kind):
                                      help='with --pooler: a pgbouncer.ini setting of its '
                                           '[pgbouncer] section, e.g. server_login_retry=1 '
                                           '(again for more; the defaults are pgbouncer\'s)')),
+        (('--proxy',), dict(choices=list(PROXIES),
+                            help='postgres --spawn --replicas N: a private HAProxy in front of '
+                                 'the set, leading to the writable member (checked every '
+                                 '0.5 s); the ops go through it (and --pooler in front of '
+                                 'it)')),
         (('--wait-callback',), dict(choices=list(WAIT_CALLBACKS),
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '
@@ -287,17 +293,18 @@ class Postgres(base.Kind):
                                         init_file=t.spawn_init).start()
         else:
             server = PostgresServer(wal_mode=t.wal_mode, init_file=t.spawn_init).start()
-        if config.opts.pooler:
+        opts = config.opts
+        if opts.pooler or opts.proxy:
             from gloaddriver.backends.postgres.pooled import PooledServer
-            return PooledServer.start(server, config.opts.pool_mode, config.opts.pool_size,
-                                      config.opts.pooler_settings)
+            return PooledServer.start(server, opts.pool_mode, opts.pool_size,
+                                      opts.pooler_settings, proxy=bool(opts.proxy))
         return server
 
     def target(self, config, server):
         # Behind a pooler, the ops go to it and the driver's monitoring to the server.
         pooler = getattr(server, 'pooler', None)
         return config._replace(opts=config.opts._replace(
-            dsn=server.dsn, init=True, direct_dsn=pooler and server.direct_dsn,
+            dsn=server.dsn, init=True, direct_dsn=getattr(server, 'direct_dsn', None),
             pooler_admin=pooler and pooler.admin_dsn),
                                target=config.target._replace(password=server.password))
 
@@ -504,9 +511,16 @@ def _check_pooler(args, kind, connector, script_run):
 def _pooler_options(args, kind, connector, script_run):
     """The Options of --pooler, checked (the DSNs come with the spawned pooler)."""
     _check_pooler(args, kind, connector, script_run)
+    if args.proxy and not (args.spawn and args.replicas):
+        raise errors.ConfigError('--proxy haproxy goes with --spawn --replicas N (it leads to '
+                                 'the set\'s writable member); for a proxy of your own, give '
+                                 'its address in --dsn')
+    if args.proxy and args.read_from not in (None, 'leader'):
+        raise errors.ConfigError('--read-from %s does not go with --proxy: the private '
+                                 'HAProxy has no replica backend' % args.read_from)
     return dict(pooler=args.pooler, pool_mode=args.pool_mode or (
         'session' if args.pooler else None), pooler_settings=_pooler_settings(args),
-        direct_dsn=None, pooler_admin=None)
+        proxy=args.proxy, direct_dsn=None, pooler_admin=None)
 
 
 def _pooler_settings(args):

@@ -1,14 +1,17 @@
-"""A spawned server (a single PostgreSQL or a replica set) with a private pooler in front
-(``--spawn --pooler pgbouncer``): what the run holds as its server.
+"""A spawned server (a single PostgreSQL or a replica set) with a private pooler and/or
+proxy in front (``--spawn --pooler pgbouncer``, ``--proxy haproxy``): what the run holds
+as its server.
 
-It stands in for the server everywhere the run holds one. ``dsn`` is the pooler's, so
-the driver's ops go through it; ``direct_dsn`` is the server's (the leader's), for the
-driver's own monitoring connections, which measure the server (pg_stat_database,
-pg_stat_activity) and would otherwise measure the pooler's few server connections.
+It stands in for the server everywhere the run holds one. ``dsn`` is the front's (the
+pooler's, else the proxy's), so the driver's ops go through it; ``direct_dsn`` is the
+server's, for the driver's own monitoring connections, which measure the server
+(pg_stat_database, pg_stat_activity) and would otherwise measure the pooler's few
+server connections.
 
 Faults: an action on the ``pooler`` target (``pooler-restart``, ``kill-pooler``...) acts
 on pgbouncer; every other goes to the server behind it. A promotion in a replica set
-points pgbouncer at the new leader. ``stop()`` removes the pooler, then the server.
+points pgbouncer at the new leader, unless HAProxy is between them (it follows the
+leader by its checks). ``stop()`` removes the pooler, the proxy, then the server.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -19,35 +22,45 @@ POOLER = 'pooler'    # the fault target (converters.FAULT_POOLER)
 
 class PooledServer(object):
 
-    def __init__(self, server, pooler):
+    def __init__(self, server, pooler, proxy=None):
         self.server = server
         self.pooler = pooler
+        self.proxy = proxy
 
     @classmethod
-    def start(cls, server, pool_mode, pool_size, settings=()):
-        """pgbouncer in front of the started ``server`` (its leader), started; on any
-        failure the server is stopped too."""
+    def start(cls, server, pool_mode=None, pool_size=None, settings=(), proxy=False):
+        """HAProxy (``proxy``) in front of the started replica set ``server``, and
+        pgbouncer (``pool_mode``) in front of that or of the server's leader, started;
+        on any failure what was started is stopped, the server too."""
+        front = cls(server, None)
         try:
-            leader = getattr(server, 'leader', None) or server
-            first = getattr(server, 'members', None) or [server]
-            pooler = pgbouncer.PgBouncer(leader.host, leader.port, server.database,
-                                         server.user, server.password, pool_mode, pool_size,
-                                         first[0]._run_as, settings)
-            pooler.start()
+            first = (getattr(server, 'members', None) or [server])[0]
+            backend = getattr(server, 'leader', None) or server
+            if proxy:
+                from gloaddriver.backends.postgres.haproxy import HAProxy
+                front.proxy = HAProxy(server.members, server.database, server.user,
+                                      server.password, first.bindir, first._run_as)
+                front.proxy.start()
+                backend = front.proxy
+            if pool_mode:
+                front.pooler = pgbouncer.PgBouncer(
+                    backend.host, backend.port, server.database, server.user,
+                    server.password, pool_mode, pool_size, first._run_as, settings)
+                front.pooler.start()
         except BaseException:
-            server.stop()
+            front.stop()
             raise
-        return cls(server, pooler)
+        return front
 
     def __getattr__(self, name):
-        # Everything the run asks of a server that is not the pooler's: the server's.
-        if name in ('server', 'pooler'):
+        # Everything the run asks of a server that is not the front's: the server's.
+        if name in ('server', 'pooler', 'proxy'):
             raise AttributeError(name)
         return getattr(self.server, name)
 
     @property
     def dsn(self):
-        return self.pooler.dsn
+        return (self.pooler or self.proxy).dsn
 
     @property
     def direct_dsn(self):
@@ -55,7 +68,12 @@ class PooledServer(object):
         return self.server.dsn
 
     def settings(self):
-        return dict(self.server.settings(), pooler=self.pooler.settings())
+        out = dict(self.server.settings())
+        if self.pooler is not None:
+            out['pooler'] = self.pooler.settings()
+        if self.proxy is not None:
+            out['proxy'] = self.proxy.settings()
+        return out
 
     def extend_metrics(self, metrics, period):
         """The server's sampler with the pooler's figures beside it (and a replica set's
@@ -63,15 +81,17 @@ class PooledServer(object):
         extend = getattr(self.server, 'extend_metrics', None)
         if extend is not None:
             metrics = extend(metrics, period)
-        if metrics is None:
-            return None
+        if metrics is None or self.pooler is None:
+            return metrics
         sampler = pgbouncer.Sampler(self.pooler)
         return metrics.with_more(sampler.sample, sampler.close, sampler.rates,
                                  sampler.gauges, sampler.charts)
 
     def stop(self):
         try:
-            self.pooler.stop()
+            for front in (self.pooler, self.proxy):
+                if front is not None:
+                    front.stop()
         finally:
             self.server.stop()
 
@@ -94,14 +114,12 @@ class PooledServer(object):
         return self._on(target, 'resume')
 
     def start_again(self, target=None):
-        if target == POOLER:
-            self.pooler.start_again()
-            return self.pooler
-        return self.server.start_again(*((target,) if target is not None else ()))
+        return self._on(target, 'start_again')
 
     def promote(self):
         old, new = self.server.promote()
-        self.pooler.repoint(new.host, new.port)
+        if self.pooler is not None and self.proxy is None:
+            self.pooler.repoint(new.host, new.port)
         return old, new
 
     def resume_all(self):
@@ -111,5 +129,6 @@ class PooledServer(object):
             resume_all()
         elif self.server.proc is not None and self.server.proc.poll() is None:
             self.server.resume()     # SIGCONT: nothing to a server that runs
-        if self.pooler.proc is not None and self.pooler.proc.poll() is None:
+        if self.pooler is not None and self.pooler.proc is not None and \
+                self.pooler.proc.poll() is None:
             self.pooler.resume()
