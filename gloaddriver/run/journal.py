@@ -60,7 +60,9 @@ class Journal(Listener):
 
     def start(self, phase):
         self._flush_pending()
-        if phase.index == 0:
+        # A round begins with the first phase (--repeat); the steps of a --find-max
+        # search on the first phase are steps of one round.
+        if phase.index == 0 and (self.rounds > 1 or not self._round):
             self._round += 1
 
     def opened(self, phase):
