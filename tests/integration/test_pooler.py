@@ -201,14 +201,16 @@ def test_a_failover_through_pgbouncer_names_the_poolers_errors(connector, mode):
     kill, promote = res['faults']
     assert 'error' not in promote, promote
     (insert,) = res['phases']
-    windows = [o for o in insert['outages'] if o['failed'] + o['timed_out'] > 0]
+    # The window: failures, or a stall alone when pgbouncer held the queries until the
+    # new leader took them (seen in transaction mode); either way it closed.
+    windows = [o for o in insert['outages'] if o['open'] or o['end'] >= kill['t']]
     assert windows and all(not o['open'] for o in windows), insert['outages']
     kinds = set(insert['errors'])
     # pgbouncer's own, by name, or what the server said through it in session mode (a
     # backend's 57P01 as the kill reaches it), or the connection lost.
-    assert kinds and all(k.startswith(('pooler:', 'server:08', 'server:57P')) or
-                         k in ('network', 'timeout') for k in kinds), kinds
-    if mode == 'transaction' and _names_fatal_errors(connector):
+    assert all(k.startswith(('pooler:', 'server:08', 'server:57P')) or
+               k in ('network', 'timeout') for k in kinds), kinds
+    if mode == 'transaction' and _names_fatal_errors(connector) and insert['failed']:
         assert any(k.startswith('pooler:') for k in kinds), kinds
     last = max(o['end'] for o in windows)
     assert last < insert['seconds'] - 1.0, (last, insert['seconds'])   # it went on
