@@ -44,8 +44,7 @@ def sampler(pool, pid=None, monitor=None):
     held = {'item': None, 'user': None}
 
     def connect():
-        item = pool.connect(setup=False)
-        pgpool.name_monitor(item)
+        item = pool.connect(setup=False, name=pgpool.MONITOR_NAME)
         held['item'] = item
         return item
 

@@ -213,12 +213,16 @@ class Pool(object):
         self.peak = 0
         self.member = None      # host:port of the server the last connection reached
 
-    def connect(self, setup=True):
-        """One new connection, bounded by connect_timeout; raises NetworkError."""
+    def connect(self, setup=True, name=None):
+        """One new connection, bounded by connect_timeout; raises NetworkError. ``name``:
+        its application_name, sent with the login, so that it is named from its first
+        moment on the server (the driver's own sampling connections, MONITOR_NAME: one
+        named by a statement after it logged in was seen, unnamed, by a sample)."""
         timer = gevent.Timeout(self.connect_timeout)
         timer.start()
         try:
-            conn = psycopg2.connect(self.dsn)
+            conn = psycopg2.connect(self.dsn, application_name=name) if name else \
+                psycopg2.connect(self.dsn)
         except gevent.Timeout as t:
             if t is not timer:
                 raise
@@ -406,10 +410,6 @@ def statement_runner(pool, deadlines, password):
 
 # The driver's own sampling connections say so, and are not counted as load.
 MONITOR_NAME = 'gloaddriver-monitor'
-
-
-def name_monitor(item):
-    item.cur.execute('SET application_name = %s', (MONITOR_NAME,))
 
 
 def translate(exc, item, password):

@@ -147,14 +147,8 @@ class PeakMonitor(object):
     def _connect_once(self):
         """A named connection of its own in ``_item``; False when it cannot be had now."""
         try:
-            item = self.direct.connect(setup=False)
+            self._item = self.direct.connect(setup=False, name=pgpool.MONITOR_NAME)
         except errors.OpError:
-            return False
-        self._item = item
-        try:
-            pgpool.name_monitor(item)
-        except psycopg2.Error:
-            self._drop()
             return False
         return True
 
