@@ -268,7 +268,7 @@ def test_reads_from_replicas_are_the_replicas_requests(backend, connector):
     inserts before it went to the leader."""
     rc, out, err, res = run_cli(_backend_argv(backend, connector) + [
         '--spawn', '--replicas', '2', '--read-from', 'replica', '--phases', 'insert,select',
-        '--ops', '0', '--duration', '3', '--greenlets', '8'])
+        '--ops', '0', '--duration', '5', '--greenlets', '8'])
     if connector == 'psycopg2' and _libpq() < 140000:
         # libpq before 14 cannot ask for a standby: refused before anything starts.
         assert rc == 2 and 'needs libpq 14 or later' in err and res is None, err
@@ -288,7 +288,9 @@ def test_reads_from_replicas_are_the_replicas_requests(backend, connector):
     replicas = [m for m in reads if m != leader]
     assert len(replicas) == 2, reads
     # PostgreSQL flushes a backend's counters about once a second: most, not all, of a
-    # phase's statements show by its end. Each member also counts the sampler's query.
+    # phase's statements show by its end (on a loaded machine 48 % of a 3 s phase's did:
+    # the phases last 5 s, so that the last second's are a smaller part). Each member
+    # also counts the sampler's query.
     share = 0.5 if backend == 'postgres' else 1.0
     assert max(reads[m] for m in replicas) >= share * selects, (selects, reads)
     assert reads[leader] < 0.05 * selects, (selects, reads)

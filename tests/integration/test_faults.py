@@ -81,7 +81,12 @@ def test_kill_and_start_tarantool_tells_wal_modes_apart(wal, tmpdir):
     assert abs(o['duration'] - fault_length(res, 'kill', 'start')) <= 0.5, (o, res['faults'])
     assert o['reconnects'] == 1 and not o['open'] and o['recovery'] is not None
     assert o['failed'] + o['timed_out'] == insert['failed'] + insert['timed_out'] > 0
-    assert 'OUTAGE' in err and 'outage over after' in err
+    assert 'outage over after' in err
+    # A progress line printed while the outage was open says so. On a loaded machine
+    # the outage may fall between two lines: then no line is marked.
+    end = o['start'] + o['duration']
+    if [r for r in insert['timeline'] if o['start'] + 0.1 < r['t'] < end - 0.1]:
+        assert 'OUTAGE' in err, err
     v = res['verify']
     assert v['checked'] == insert['attempted'] and v['corrupt'] == 0 and v['unexpected'] == 0
     if wal == 'write':
