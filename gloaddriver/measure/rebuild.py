@@ -17,7 +17,7 @@ import json
 from gloaddriver import errors
 from gloaddriver.measure import run_result, stats
 from gloaddriver.measure.phase_result import Counts, PhaseResult
-from gloaddriver.measure.timeline import with_rate
+from gloaddriver.measure.timeline import added, with_rate
 
 CUT_SHORT = 'cut short'
 
@@ -113,20 +113,12 @@ def partial_phase(start, rows):
     return res
 
 
-def _added(encoded):
-    hist = stats.new_histogram()
-    for e in encoded:
-        if e:
-            hist.add(stats.decode_histogram(e))
-    return hist
-
-
 def _counts(rows, key, kinds, timed_out, seconds, service=False):
     """The Counts of rows' counts and histograms (their sums estimated: not exact)."""
-    hist = _added(r.get(key) for r in rows)
+    hist = added(r.get(key) for r in rows)
     both = None
     if service:
-        s_hist = _added(r.get('service_histogram') for r in rows)
+        s_hist = added(r.get('service_histogram') for r in rows)
         both = (s_hist, estimated_sum(s_hist))
     return Counts(sum(r['attempted'] for r in rows), sum(r['ok'] for r in rows), kinds,
                   timed_out, seconds, hist, estimated_sum(hist), service=both, exact=False)
@@ -140,7 +132,7 @@ def _op_counts(rows, name, kinds, timed_out, seconds):
     only = list(kinds) + (['timeout'] if timed_out else [])
     kind = only[0] if len(only) == 1 else 'unattributed'
     failed = {kind: errors_n} if errors_n and kind != 'timeout' else {}
-    hist = _added(b.get('histogram') for b in blocks)
+    hist = added(b.get('histogram') for b in blocks)
     return Counts(sum(b['attempted'] for b in blocks), sum(b['ok'] for b in blocks), failed,
                   errors_n if kind == 'timeout' else 0, seconds, hist, estimated_sum(hist),
                   exact=False)

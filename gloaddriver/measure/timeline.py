@@ -168,7 +168,8 @@ def _summary(hist):
     return out
 
 
-def _add(encoded):
+def added(encoded):
+    """One histogram of several encoded ones (None and empty left out)."""
     hist = stats.new_histogram()
     for e in encoded:
         if e:
@@ -193,7 +194,7 @@ def _combine(rows, t, seconds):
             encoded = [r['by_op'][name].get('histogram') for r in rows
                        if name in r.get('by_op', {})]
             if any(encoded):   # rows of older files have counts only
-                _set_histogram(into, _add(encoded))
+                _set_histogram(into, added(encoded))
     if all('in_flight' in r for r in rows):   # side by side they add; in a row, the last
         out['in_flight'] = sum(r['in_flight'] for r in rows)
     kinds = stats.merge_counts(r.get('errors_by_kind', {}) for r in rows)
@@ -201,8 +202,8 @@ def _combine(rows, t, seconds):
         out['errors_by_kind'] = kinds
     service = None
     if any('service_histogram' in r for r in rows):
-        service = _add(r.get('service_histogram') for r in rows)
-    _set_latency(out, _add(r.get('histogram') for r in rows), service)
+        service = added(r.get('service_histogram') for r in rows)
+    _set_latency(out, added(r.get('histogram') for r in rows), service)
     return out
 
 
