@@ -1,5 +1,6 @@
 """The command line: ``gloaddriver [flags]`` runs a workload; the subcommands
-(``compat``, ``compare``, ``merge``, ``html``, ``schema``, ``report``, ``pgbench``) are listed once,
+(``compat``, ``compare``, ``merge``, ``html``, ``schema``, ``report``, ``history``, ``trend``,
+``pgbench``) are listed once,
 with their help lines, in ``gloaddriver.config.flags.SUBCOMMANDS`` and run by
 ``DISPATCH`` here.
 
@@ -32,6 +33,16 @@ def _report(argv):
     return from_journal.main(argv)
 
 
+def _history(argv):
+    from gloaddriver.report import history
+    return history.main(argv)
+
+
+def _trend(argv):
+    from gloaddriver.report import trend
+    return trend.main(argv)
+
+
 def _pgbench(argv):
     from gloaddriver import pgbench_command
     return pgbench_command.main(argv)
@@ -53,6 +64,8 @@ DISPATCH = {
     'html': _results('html'),
     'schema': _schema,
     'report': _report,
+    'history': _history,
+    'trend': _trend,
     'pgbench': _pgbench,
 }
 

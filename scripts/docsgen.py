@@ -176,9 +176,10 @@ def _subcommand_parsers():
     """{subcommand: its parser}, for every name of config.flags.SUBCOMMANDS."""
     from gloaddriver.config import flags, pgbench_args
     from gloaddriver.compat import check
-    from gloaddriver.report import from_journal, results, schema
+    from gloaddriver.report import from_journal, history, results, schema, trend
     entries = {'compat': (check.parse, []), 'schema': (schema.main, []),
-               'pgbench': (pgbench_args.parse, []), 'report': (from_journal.main, [])}
+               'pgbench': (pgbench_args.parse, []), 'report': (from_journal.main, []),
+               'history': (history.main, []), 'trend': (trend.main, [])}
     for command in ('compare', 'merge', 'html'):
         entries[command] = (results.main, command, [])
     names = [name for name, _text in flags.SUBCOMMANDS]

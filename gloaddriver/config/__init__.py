@@ -27,7 +27,7 @@ Load = namedtuple('Load', [
 Limits = namedtuple('Limits', 'timeout connect_timeout outage_limit')
 Output = namedtuple('Output', 'json html csv progress interval syscalls fail_if live debug web '
                                'junit percentiles abort_window abort_grace hlog journal '
-                               'journal_default')
+                               'journal_default store label tags baseline scenario')
 Web = namedtuple('Web', 'host port keep')   # --web: where the live dashboard listens
 # Live metrics out (report.live), or None: where each goes and the names' first element.
 Live = namedtuple('Live', 'graphite statsd prometheus prefix push')
@@ -230,6 +230,7 @@ def parse(argv=None, environ=None):
         raise errors.ConfigError('--interval must be above 0, and it goes with --progress 0 '
                                  '(with progress lines on, the timeline follows --progress)')
     opts = kind.options(args)
+    keep.check_store(args, environ, parser)
     shard = _shard(args.shard, environ)
     phases = _phases(args, kind, opts, shard)
     percentiles, fail_conditions = _thresholds(args, kind, opts, phases)
@@ -284,7 +285,9 @@ def _output(args, percentiles, fail_conditions):
                   debug=args.debug, web=_web(args), junit=args.junit, percentiles=percentiles,
                   abort_window=args.abort_window, abort_grace=args.abort_grace,
                   hlog=args.hlog, journal=args.journal or None,
-                  journal_default=getattr(args, 'journal_default', False))
+                  journal_default=getattr(args, 'journal_default', False),
+                  store=args.store, label=args.label, tags=args.tags, baseline=args.baseline,
+                  scenario=args.scenario)
 
 
 def _stages(args, kind):
@@ -464,9 +467,11 @@ def _thresholds(args, kind, opts, phases):
     """(--percentiles, --fail-if conditions): the conditions' metrics, values and the
     phases and ops they name, all judged before the first op."""
     percentiles = _percentiles(args.percentiles)
-    if args.fail_if is None:
+    conditions = keep.baseline_conditions(
+        fail_if.parse(args.fail_if, percentiles) if args.fail_if is not None else None,
+        args.baseline, lambda text: fail_if.parse(text, percentiles))
+    if conditions is None:
         return percentiles, None
-    conditions = tuple(fail_if.parse(args.fail_if, percentiles))
     if args.abort_window <= 0:
         raise errors.ConfigError('--abort-window must be above 0 seconds')
     if args.processes > 1 and any(c['abort'] for c in conditions):

@@ -14,7 +14,9 @@ _LATENCY = {'p50': 'p50', 'p90': 'p90', 'p95': 'p95', 'p99': 'p99', 'p99.9': 'p9
             'max': 'max', 'mean': 'mean'}
 _UNITS = {'us': 1.0, 'ms': 1000.0, 's': 1000000.0}
 _COND = re.compile(r'^\s*(?:([A-Za-z0-9_:-]+?)(?:\.([A-Za-z0-9_-]+))?:)?\s*'
-                   r'([a-z_]+[0-9.]*)\s*(<=|>=|<|>)\s*([0-9.]+)\s*(us|ms|s|%)?\s*(@abort)?\s*$')
+                   r'([a-z_]+[0-9.]*)\s*(<=|>=|<|>)\s*([+-]?[0-9.]+)\s*(us|ms|s|%)?\s*(@abort)?\s*$')
+# The metrics a condition may judge relative to --baseline (p99<+10%: a change in %).
+_RELATIVE = ('ops_per_sec', 'ok_per_sec', 'syscalls_per_op')
 # What a sliding window of timeline rows holds, so what an @abort condition may judge.
 _WINDOWED = ('errors', 'ops_per_sec', 'ok_per_sec', 'max')
 
@@ -42,6 +44,10 @@ def parse(text, percentiles=None):
                                      'errors<0.1%%, ops_per_sec>50000, insert:p99<5ms, '
                                      'p99<50ms@abort' % part)
         phase, op, metric, cmp_, value, unit, abort = m.groups()
+        if value[:1] in '+-':
+            out.append(_relative(part, phase, op, metric, cmp_, value, unit, abort,
+                                 percentiles))
+            continue
         try:
             value = float(value)
         except ValueError:
@@ -82,8 +88,36 @@ def parse(text, percentiles=None):
     if not out:
         raise errors.ConfigError('--fail-if needs at least one condition, e.g. p99<5ms')
     for cond in out:
-        _check_value(cond)
+        if not cond.get('relative'):
+            _check_value(cond)
     return out
+
+
+def _relative(part, phase, op, metric, cmp_, value, unit, abort, percentiles):
+    """A condition on the change from --baseline, in %: ops_per_sec>-5% (at most 5 %
+    fewer), p99<+10% (at most 10 % higher); its limit is that change in %."""
+    latency_key = _LATENCY.get(metric) or _percentile(metric, percentiles)
+    if not (latency_key or metric in _RELATIVE):
+        raise errors.ConfigError('--fail-if %r: a change from the baseline is judged on a '
+                                 'latency, ops_per_sec, ok_per_sec or syscalls_per_op' % part)
+    if unit != '%':
+        raise errors.ConfigError('--fail-if %r: a signed value is a change from the '
+                                 '--baseline, written in %%, e.g. ops_per_sec>-5%%, p99<+10%%'
+                                 % part)
+    if op:
+        raise errors.ConfigError('--fail-if %r: the store keeps phases, not the ops of a '
+                                 'mix: judge the change of the phase (%s:%s...)'
+                                 % (part, phase, metric))
+    if abort:
+        raise errors.ConfigError('--fail-if %r: @abort judges the run as it goes; a change '
+                                 'from the baseline is judged at its end' % part)
+    try:
+        change = float(value)
+    except ValueError:
+        raise errors.ConfigError('--fail-if %r: %r is not a number' % (part, value))
+    return {'text': part.strip(), 'phase': phase, 'op': op, 'metric': metric, 'cmp': cmp_,
+            'limit': change, 'percent': False, 'unit': '%', 'scale': 1.0,
+            'latency_key': latency_key, 'abort': False, 'relative': True}
 
 
 def _check_value(cond):

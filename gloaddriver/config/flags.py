@@ -11,7 +11,7 @@ import sys
 
 from gloaddriver import __version__, backends, converters, errors
 from gloaddriver.converters import count, positive_int, seconds
-from gloaddriver.measure import profiler
+from gloaddriver.measure import profiler, store
 from gloaddriver.workload import keys, sizes
 
 # --find-max's defaults: a low first rate doubled, steps long enough for a stable p99.
@@ -22,6 +22,12 @@ FIND_MAX_RESOLUTION = 5.0
 FIND_MAX_STEPS = 20
 
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
+STORE_ENV = store.ENV
+# --baseline history: how many stored runs, and what is judged when --fail-if has no
+# relative condition of its own (asv's default factor is 10 %, for both directions; and
+# failed ops, which a run judged by thresholds no longer counts by themselves).
+BASELINE_RUNS = 5
+BASELINE_DEFAULT = 'ops_per_sec>-10%,p99<+10%,errors<0.1%'
 REPLICATION_MODES = ('async', 'sync', 'remote_apply')
 READ_FROM = ('leader', 'replica', 'any')
 DEFAULT_GREENLETS = 10
@@ -39,6 +45,10 @@ SUBCOMMANDS = (
     ('html', 'a self-contained HTML report from a result JSON file'),
     ('schema', 'print the JSON Schema of a result file'),
     ('report', "a run's result rebuilt from its --journal"),
+    ('history', 'the runs a --store holds, one line each: time, id, label, scenario, '
+                'ops/s, p99, failed'),
+    ('trend', 'an HTML page of ops/s, p99 and syscalls/op over the stored runs of one '
+              'scenario, step changes marked'),
     ('pgbench', "pgbench 15's flags and summary, run by gloaddriver on PostgreSQL "
                 '(pgbench -i makes the tables)'),
 )
@@ -308,6 +318,22 @@ def build_parser(cls=None):
                         'runs of over a minute')
     g.add_argument('--no-journal', dest='journal', action='store_false',
                    help='no journal, not even the default one beside --json')
+    g.add_argument('--store', default=None, metavar='sqlite:PATH|postgresql://...',
+                   help='record the finished run in a history of runs: a SQLite file or a '
+                        'PostgreSQL database (tables made where missing); default $%s; see '
+                        '"gloaddriver history" and "gloaddriver trend"' % STORE_ENV)
+    g.add_argument('--label', default=None, metavar='TEXT',
+                   help='a name for this run in the --store (e.g. a release or a branch)')
+    g.add_argument('--tag', action='append', default=None, metavar='NAME=VALUE',
+                   help='a tag of this run in the --store, repeatable (--tag branch=main '
+                        '--tag ci=nightly); "gloaddriver history --where NAME=VALUE" finds it')
+    g.add_argument('--baseline', default=None, metavar='history[:N]',
+                   help='judge this run against the last N (default %d) stored runs of its '
+                        'scenario in the --store, with the spread they had: a change inside '
+                        'their noise is no regression; --fail-if conditions may then be '
+                        'relative (ops_per_sec>-5%%%%, p99<+10%%%%); without any, '
+                        '%s; exit 4 on a regression' % (BASELINE_RUNS,
+                                                         BASELINE_DEFAULT.replace('%', '%%')))
     g.add_argument('--progress', type=seconds, default=1.0, metavar='SECONDS',
                    help='progress line to stderr every SECONDS (0 = off)')
     g.add_argument('--interval', type=seconds, default=None, metavar='SECONDS',

@@ -44,8 +44,10 @@ def _esc(text):
             .replace(u'"', u'&quot;'))
 
 
-def page(view, live=False):
-    """The page of a view: the --html file, or (``live``) the page --web serves."""
+def page(view, live=False, script='dashboard.js', style='dashboard.css'):
+    """The page of a view: the --html file, or (``live``) the page --web serves; with
+    another ``script`` and ``style`` of this folder, another page drawn with uPlot
+    (``gloaddriver trend``'s)."""
     data = json.dumps(view, sort_keys=True, separators=(',', ':'))
     # No "<" at all in the data block: neither "</script" nor "<!--" can end it early.
     data = data.replace('<', '\\u003c')
@@ -56,7 +58,7 @@ def page(view, live=False):
         # d3 (~280 KB) and d3-flame-graph only where a flame graph is drawn: every
         # other page stays as small as it was.
         scripts += [_asset('vendor/d3.min.js'), _asset('vendor/d3-flamegraph.umd.min.js')]
-    scripts.append(_asset('dashboard.js'))
+    scripts.append(_asset(script))
     csp = (u"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src %s%s"
            % (u' '.join(_sha256(s) for s in scripts),
               u"; connect-src 'self'" if live else u''))
@@ -66,7 +68,7 @@ def page(view, live=False):
         u'<meta name="viewport" content="width=device-width, initial-scale=1">',
         u'<title>%s</title>' % _esc(view.get('title') or u'gloaddriver'),
         u'<style>%s\n%s</style></head><body>' % (_asset('vendor/uPlot.min.css'),
-                                                 _asset('dashboard.css')),
+                                                 _asset(style)),
         u'<div id="app"><noscript>This page draws its report with its own inline script; '
         u'the data is in the JSON block below.</noscript></div>',
         u'<script type="application/json" id="gl-data">%s</script>' % data,

@@ -8,15 +8,16 @@ from gloaddriver.report import text
 
 
 def write(result, json_path=None, html_path=None, out=None, notes=(), fail_if=None,
-          csv_prefix=None, junit_path=None):
+          csv_prefix=None, junit_path=None, baseline=None):
     """Judge the --fail-if thresholds (into the result), print the table (and ``notes``
     below it), then write the files asked for. One file that cannot be written is said
     on stderr and never costs the others (their paths were checked before the run, but a
-    disk fills up); the lines said are returned, for ``exit_code``."""
+    disk fills up); the lines said are returned, for ``exit_code``. ``baseline``: what
+    --fail-if's relative conditions are judged against (report.baseline)."""
     out = out if out is not None else sys.stdout
     if fail_if:
         from gloaddriver.report import thresholds
-        result['thresholds'] = thresholds.evaluate(fail_if, result)
+        result['thresholds'] = thresholds.evaluate(fail_if, result, baseline)
         notes = list(notes) + thresholds.lines(result['thresholds'])
     for line in text.table(result):
         out.write(line + '\n')

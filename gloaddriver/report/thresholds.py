@@ -64,9 +64,10 @@ def _abort_verdicts(result):
     return out
 
 
-def evaluate(conditions, result):
+def evaluate(conditions, result, baseline=None):
     """One verdict per condition and phase (or op) it judges; first, each @abort
-    condition that broke while the run went."""
+    condition that broke while the run went. A condition relative to --baseline
+    (p99<+10%) is judged by report.baseline on ``baseline``."""
     verdicts = _abort_verdicts(result)
     for cond in conditions:
         blocks = []
@@ -81,12 +82,19 @@ def evaluate(conditions, result):
             else:
                 # A round of --repeat is judged on its own: insert #2.
                 blocks.append((p['name'] + (' #%d' % p['repeat'] if p.get('repeat') else ''),
-                               p))
+                               dict(p, plain_name=p['name'])))
         if not blocks:
             verdicts.append({'condition': cond['text'], 'phase': None, 'value': None,
                              'held': False, 'why': 'no phase or op of that name ran'})
         for name, block in blocks:
             value = _measure(block, cond)
+            if cond.get('relative'):
+                from gloaddriver.report import baseline as against
+                verdict = {'condition': cond['text'], 'phase': name, 'unit': '%'}
+                verdict.update(against.judge(cond, block.get('plain_name'), value, baseline,
+                                             holds))
+                verdicts.append(verdict)
+                continue
             held = value is not None and holds(cond, value)
             # Reported in the condition's own unit: p95<2 is judged, and shown, in ms.
             scale = cond['scale']

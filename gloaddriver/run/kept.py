@@ -1,6 +1,7 @@
 """The files that keep a run while it goes (--hlog, --journal): made from the config,
 given to the run's phases as listeners, and told of the run's start and end by the
-session. A run without them gets none of this."""
+session; and the history store (--store) the finished run is recorded in, and judged
+against (--baseline history). A run without them gets none of this."""
 from __future__ import absolute_import, division, print_function
 
 
@@ -9,7 +10,7 @@ class Kept(object):
 
     def __init__(self, config):
         self.config = config
-        self.hlog = self.journal = None
+        self.hlog = self.journal = self.store = None
         if config.output.hlog:
             from gloaddriver.run.hlog import HistogramLog
             self.hlog = HistogramLog(config.output.hlog)
@@ -39,6 +40,47 @@ class Kept(object):
         if self.journal is not None:
             self.journal.finish(result)
 
+    def open_store(self):
+        """The --store opened (its tables made) before the first op: a store that cannot
+        be had is said then, not after the load."""
+        if self.config.output.store:
+            from gloaddriver.measure import store
+            self.store = store.open_store(self.config.output.store)
+
+    def baseline(self):
+        """--baseline history:N: (the baseline report.baseline judges with, the line that
+        says what it is), or (None, None)."""
+        n = self.config.output.baseline
+        if self.store is None or not n:
+            return None, None
+        from gloaddriver.report import baseline
+        key = self.config.output.scenario[0]
+        runs = self.store.runs(scenario=key, last=n, ok_only=True, columns=('id', 'started'))
+        found = baseline.build(runs, self.store.phases([r['id'] for r in runs]), n, key,
+                               self.store.where)
+        return found, baseline.line(found)
+
+    def record(self, result, code):
+        """The finished run written to the --store: its exit code, or 1 for a run that
+        was otherwise clean when the store could not take it (as a file not written)."""
+        if self.store is None:
+            return code
+        from gloaddriver import errors
+        from gloaddriver.measure import run_record
+        out = self.config.output
+        try:
+            run_id = self.store.write(*run_record.rows(
+                result, out.scenario, out.label, out.tags, code, run_record.git_commit()))
+        except Exception as e:   # the store's own errors (sqlite3, psycopg2) vary
+            errors.say('--store %s: the run was not recorded: %s' % (self.store.where, e))
+            return errors.EXIT_OPS_FAILED if code == errors.EXIT_OK else code
+        errors.say('stored as run %d of scenario %s in %s' % (run_id, out.scenario[0],
+                                                              self.store.where))
+        return code
+
     def close(self):
         if self.journal is not None:
             self.journal.close()
+        if self.store is not None:
+            self.store.close()
+            self.store = None

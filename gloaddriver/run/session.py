@@ -89,6 +89,21 @@ def _rounds(the_run, n):
     return phases
 
 
+def _outputs(config, kept, result, web, out):
+    """The finished run's outputs: judged (--fail-if, against --baseline's stored runs),
+    written, shown on --web, recorded in the --store; its exit code."""
+    baseline, said = kept.baseline()
+    if baseline is not None:
+        result['baseline'] = dict((k, baseline[k]) for k in ('scenario', 'runs', 'wanted'))
+    failed = output.write(result, config.output.json, config.output.html, out,
+                          notes=[said] if said else (), fail_if=config.output.fail_if,
+                          csv_prefix=config.output.csv, junit_path=config.output.junit,
+                          baseline=baseline)
+    if web is not None:
+        web.finish(result)
+    return kept.record(result, output.exit_code(result, failed))
+
+
 def run(config, out=None):
     kind = backends.get(config.backend)
     stats.choose_percentiles(config.output.percentiles)
@@ -96,6 +111,7 @@ def run(config, out=None):
     kept = Kept(config)
     try:
         web = web_out.open(config)   # first: its URL is said before the server starts
+        kept.open_store()
         settings = {'kind': kind.name, 'spawned': False}
         if config.target.spawn:
             server = kind.spawn(config)
@@ -142,12 +158,7 @@ def run(config, out=None):
             faults=injector.describe() if injector is not None else None, live=dropped,
             repeat=config.load.repeat, find_max=search.describe() if search else None)
         kept.finish(result)
-        failed = output.write(result, config.output.json, config.output.html, out,
-                              fail_if=config.output.fail_if, csv_prefix=config.output.csv,
-                              junit_path=config.output.junit)
-        if web is not None:
-            web.finish(result)
-        return output.exit_code(result, failed)
+        return _outputs(config, kept, result, web, out)
     except (errors.GloadError, KeyboardInterrupt) as e:
         return errors.report_error(e)
     finally:
