@@ -85,8 +85,16 @@ FAULT_ACTIONS = {
 # plays the failover coordinator: the most advanced live replica becomes the leader.
 FAULT_TARGETS = ('leader', 'replica')
 PROMOTE = 'promote'
-# With a private pooler (--pooler), its own target: pooler-restart (or restart-pooler).
+# With a private pooler (--pooler), its own target: pooler-restart (or restart-pooler);
+# with a private HAProxy (--proxy), proxy-restart.
 FAULT_POOLER = 'pooler'
+FAULT_PROXY = 'proxy'
+FRONTS = (FAULT_POOLER, FAULT_PROXY)
+# With --ha patroni: Patroni's switchover, and its DCS (etcd) as a target: dcs-down is
+# kill-dcs, dcs-up start-dcs (the backend checks there is a Patroni cluster).
+SWITCHOVER = 'switchover'
+FAULT_DCS = 'dcs'
+_DCS_WORDS = {'dcs-down': 'kill-dcs', 'dcs-up': 'start-dcs'}
 Fault = namedtuple('Fault', 'action at duration target')
 
 
@@ -109,16 +117,23 @@ def duration(text):
 
 
 def _fault_action(part, word, replica_set):
-    """(action, target) of one ACTION[-TARGET] word (or pooler-ACTION)."""
+    """(action, target) of one ACTION[-TARGET] word (or pooler-ACTION, proxy-ACTION,
+    dcs-down, dcs-up, switchover)."""
+    word = _DCS_WORDS.get(word, word)
     first, dash, rest = word.partition('-')
-    if first == FAULT_POOLER and dash:
-        word = '%s-%s' % (rest, FAULT_POOLER)    # pooler-restart is restart-pooler
+    if first in FRONTS and dash:
+        word = '%s-%s' % (rest, first)    # pooler-restart is restart-pooler
     action, dash, target = word.partition('-')
-    if target == FAULT_POOLER:
+    if target in FRONTS + (FAULT_DCS,):
         if action not in FAULT_ACTIONS:
-            raise ValueError('--fault %s: the pooler takes %s (pooler-restart@5s)'
-                             % (part, ', '.join(sorted(FAULT_ACTIONS))))
-        return action, FAULT_POOLER     # whether there is one: the backend's to say
+            raise ValueError('--fault %s: the %s takes %s (%s-restart@5s)'
+                             % (part, target, ', '.join(sorted(FAULT_ACTIONS)), target))
+        return action, target     # whether there is one: the backend's to say
+    if word == SWITCHOVER:
+        if not replica_set:
+            raise ValueError('--fault %s: switchover needs a replica set (--replicas N, '
+                             '--ha patroni)' % part)
+        return SWITCHOVER, None
     syntax = ('--fault takes ACTION@TIME[:DURATION], comma-separated, with ACTION one of %s%s; '
               'got %r' % (', '.join(sorted(FAULT_ACTIONS)), ' (each may name its target: '
                           'kill-leader, stop-replica), or promote' if replica_set else '', part))
@@ -169,6 +184,8 @@ def _check_sequence(faults):
     starts the one killed before (as a replica)."""
     state = {}
     for f in _with_automatic(faults):
+        if f.action == SWITCHOVER:
+            continue
         if f.action == PROMOTE:
             if state.get('leader') == 'down':
                 state['leader'] = 'replaced'
@@ -184,6 +201,11 @@ def _check_sequence(faults):
         state[f.target] = {'kill': 'down', 'start': 'up', 'stop': 'paused', 'cont': 'up',
                            'restart': 'up'}[f.action]
     return state
+
+
+def fault_name(f):
+    """How --fault names one action: kill-leader, pooler's restart-pooler, promote."""
+    return '%s-%s' % (f.action, f.target) if f.target else f.action
 
 
 def left_down(faults):

@@ -174,8 +174,12 @@ def table(result):
         for note in p.get('notes', ()):   # what the backend says of its phase
             lines.append('%s: %s' % (p['name'], note))
         lines.extend(outage_lines(p))
-    if result.get('faults'):
-        lines.append('faults injected: ' + ', '.join(fault_text(f) for f in result['faults']))
+    injected = [f for f in result.get('faults') or () if not f.get('source')]
+    seen = [f for f in result.get('faults') or () if f.get('source')]
+    if injected:
+        lines.append('faults injected: ' + ', '.join(fault_text(f) for f in injected))
+    if seen:
+        lines.append('the HA stack on its own: ' + ', '.join(fault_text(f) for f in seen))
     if result.get('verify'):
         lines.extend(verify_lines(result['verify']))
     lines.extend(repeat_lines(result))
@@ -356,7 +360,8 @@ def outage_lines(phase):
                                                               o['member_after'])
         out.append(text + '; first error: %s' % o['first_error'])
     for f in phase.get('faults') or ():
-        out.append('%s: fault %s' % (phase['name'], fault_text(f)))
+        out.append('%s: %s %s' % (phase['name'], 'seen' if f.get('source') else 'fault',
+                                  fault_text(f)))
     return out
 
 

@@ -16,6 +16,13 @@ On a replica set (``backends.replicaset``) an action has a ``target`` (leader or
 replica) and the event names the ``member`` it hit (so does one on the private pooler,
 target ``pooler``: its address); ``promote`` (the failover
 coordinator's move) says ``from`` and ``to``, and is the writable service's return.
+
+Under ``--ha patroni`` nobody in the driver promotes: ``switchover`` asks Patroni (and
+says ``from`` and ``to``), the ``dcs`` target is its etcd (``dcs-down`` is kill-dcs) and
+the ``proxy`` target the private HAProxy. What Patroni and HAProxy did on their own
+(``server.watch_ha``: leader-lost, leader-elected, promoted, demoted, proxy-admitted,
+proxy-dropped) is recorded among the events with a ``source``; a member ``promoted``
+by Patroni is the writable service's return.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -24,7 +31,8 @@ import gevent
 from gloaddriver import converters, errors
 from gloaddriver.py23 import clock, spawn_named
 
-RETURNS = ('start', 'restart', 'cont', 'promote')
+RETURNS = ('start', 'restart', 'cont', 'promote', 'switchover')
+SEEN_RETURNS = ('promoted',)      # events of watch_ha that are the service's return
 
 
 class Injector(object):
@@ -40,8 +48,11 @@ class Injector(object):
             raise errors.ConfigError('--fault %s-pooler@%gs: this run has no pooler to act on '
                                      '(--pooler pgbouncer, with --spawn)'
                                      % (pooled[0].action, pooled[0].at))
+        # Patroni (--ha) elects a new leader by itself: a killed one is no outage to the end.
+        elects = getattr(server, 'ha', None) is not None
         for f in converters.left_down(faults):
-            if f.target not in (None, 'leader', converters.FAULT_POOLER):
+            if f.target not in (None, 'leader', converters.FAULT_POOLER) or (
+                    elects and f.target == 'leader'):
                 continue     # the writes go on to the leader
             # Said before the first op: a user who forgot start@ would otherwise watch
             # --outage-limit of failures before the run aborts.
@@ -60,6 +71,15 @@ class Injector(object):
         self._t0 = clock()
         self._on_return = on_return
         self._greenlet = spawn_named('faults', self._run)
+        watch = getattr(self.server, 'watch_ha', None)
+        if watch is not None:
+            watch(self._seen)
+
+    def _seen(self, event):
+        """An event of the HA stack's own (``watch_ha``), with its clock time."""
+        self.events.append(event)
+        if event['action'] in SEEN_RETURNS and self._on_return is not None:
+            self._on_return(event['t'])
 
     def _run(self):
         plan = []
@@ -84,8 +104,8 @@ class Injector(object):
         # single server's take nothing.
         on = (target,) if target is not None else ()
         try:
-            if action == 'promote':
-                old, new = server.promote()
+            if action in ('promote', 'switchover'):
+                old, new = getattr(server, action)()
                 event['from'], event['to'] = old.uri, new.uri
             else:
                 member = self._act(server, action, length, on)
@@ -129,6 +149,9 @@ class Injector(object):
         if self._greenlet is not None:
             self._greenlet.kill()
             self._greenlet = None
+        unwatch = getattr(self.server, 'unwatch_ha', None)
+        if unwatch is not None:
+            unwatch()
         resume_all = getattr(self.server, 'resume_all', None)
         if resume_all is not None:
             resume_all()
@@ -139,10 +162,15 @@ class Injector(object):
 
     def in_window(self, t0, t1):
         """The events between clock times t0 and t1, as seconds from t0."""
-        return [dict(e, t=round(e['t'] - t0, 3)) for e in self.events if t0 <= e['t'] <= t1]
+        return [dict(e, t=round(e['t'] - t0, 3)) for e in self._in_order() if t0 <= e['t'] <= t1]
+
+    def _in_order(self):
+        # A fault's event is kept as it ends, with the time it began; the HA watch's
+        # come as seen: the list in time order.
+        return sorted(self.events, key=lambda e: e['t'])
 
     def describe(self):
         """The events as seconds from the schedule's start (for the run's result)."""
         if self._t0 is None:
             return []
-        return [dict(e, t=round(e['t'] - self._t0, 3)) for e in self.events]
+        return [dict(e, t=round(e['t'] - self._t0, 3)) for e in self._in_order()]

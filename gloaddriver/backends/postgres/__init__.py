@@ -20,7 +20,7 @@ from gloaddriver.converters import count, positive_int
 Options = namedtuple('Options', 'dsn table workload init prepared pool_size bulk_methods rows '
                                 'wait_callback scripts connector script_run session_init decode '
                                 'sql fill pooler pool_mode pooler_settings proxy direct_dsn '
-                                'pooler_admin')
+                                'pooler_admin ha ha_settings')
 # How scripts run (pgbench's flags): --protocol, --max-tries, --per-statement, --define,
 # --scale, --connect-per-op, --tx-log, --sampling-rate.
 ScriptRun = namedtuple('ScriptRun', 'protocol max_tries per_statement defines scale '
@@ -47,6 +47,8 @@ PIPELINED_PER_CONNECTION = 8
 # --pooler, --pool-mode (backends/postgres/pgbouncer.py).
 POOLERS = ('pgbouncer',)
 PROXIES = ('haproxy',)   # --proxy (backends/postgres/haproxy.py)
+HA = ('patroni',)        # --ha (backends/postgres/patroni.py)
+HA_PRESETS = ('fast', 'normal', 'safe')
 POOL_MODES = ('session', 'transaction')
 # What the private pgbouncer must have as gloaddriver writes it: where it listens, whom it
 # lets in, its files.
@@ -165,6 +167,20 @@ class Postgres(base.Kind):
                                  'the set, leading to the writable member (checked every '
                                  '0.5 s); the ops go through it (and --pooler in front of '
                                  'it)')),
+        (('--ha',), dict(choices=list(HA),
+                         help='postgres --spawn --replicas N: Patroni elects the leader (one '
+                              'etcd, a Patroni per member; see docs/patroni.md); with --proxy '
+                              'haproxy the check asks Patroni\'s REST API')),
+        (('--ha-preset',), dict(choices=list(HA_PRESETS),
+                                help='with --ha patroni: ttl, loop_wait, retry_timeout, '
+                                     'primary_start_timeout together: fast 10/1/3/10, normal '
+                                     '(the default, Patroni\'s own) 30/10/10/300, safe '
+                                     '60/10/20/300')),
+        (('--ha-setting',), dict(action='append', metavar='NAME=VALUE',
+                                 help='with --ha patroni: one of ttl, loop_wait, retry_timeout, '
+                                      'primary_start_timeout (seconds), synchronous_mode, '
+                                      'synchronous_mode_strict (on/off), over the preset\'s '
+                                      '(again for more)')),
         (('--wait-callback',), dict(choices=list(WAIT_CALLBACKS),
                                     help='postgres: how psycopg2 yields to gevent: one io '
                                          'watcher per connection (cached, the default), or '
@@ -287,7 +303,11 @@ class Postgres(base.Kind):
         from gloaddriver.backends.postgres.server import PostgresServer
         pool.install(config.opts.wait_callback)     # before any connection
         t = config.target
-        if t.replicas:
+        if t.replicas and config.opts.ha:
+            from gloaddriver.backends.postgres.patroni import PatroniSet
+            server = PatroniSet(t.replicas, t.replication or 'async', config.opts.ha_settings,
+                                wal_mode=t.wal_mode, init_file=t.spawn_init).start(180.0)
+        elif t.replicas:
             from gloaddriver.backends.postgres.replicaset import PostgresReplicaSet
             server = PostgresReplicaSet(t.replicas, t.replication, wal_mode=t.wal_mode,
                                         init_file=t.spawn_init).start()
@@ -520,7 +540,42 @@ def _pooler_options(args, kind, connector, script_run):
                                  'HAProxy has no replica backend' % args.read_from)
     return dict(pooler=args.pooler, pool_mode=args.pool_mode or (
         'session' if args.pooler else None), pooler_settings=_pooler_settings(args),
-        proxy=args.proxy, direct_dsn=None, pooler_admin=None)
+        proxy=args.proxy, direct_dsn=None, pooler_admin=None, ha=args.ha,
+        ha_settings=_ha_settings(args))
+
+
+def _ha_settings(args):
+    """--ha patroni's settings, checked (and the faults that need it, or that it
+    refuses); None without --ha."""
+    faults = _faults_given(args)
+    own = [f for f in faults if f.action == converters.SWITCHOVER or
+           f.target == converters.FAULT_DCS]
+    if not args.ha:
+        if args.ha_preset or args.ha_setting:
+            raise errors.ConfigError('--ha-preset and --ha-setting go with --ha patroni')
+        if own:
+            raise errors.ConfigError('--fault %s: there is no Patroni cluster; add --ha '
+                                     'patroni (with --spawn --replicas N)'
+                                     % converters.fault_name(own[0]))
+        if any(f.target == converters.FAULT_PROXY for f in faults) and not args.proxy:
+            raise errors.ConfigError('--fault proxy-...: there is no proxy; add --proxy '
+                                     'haproxy (with --spawn --replicas N)')
+        return None
+    from gloaddriver.backends.postgres import patroni
+    if not (args.spawn and args.replicas):
+        raise errors.ConfigError('--ha patroni goes with --spawn --replicas N (gloaddriver '
+                                 'starts etcd and a Patroni per member); for a cluster of your '
+                                 'own, give its HAProxy or members in --dsn')
+    missing = patroni.missing_programs()
+    if missing:
+        raise errors.ConfigError('--ha patroni needs %s; install them (apt-get install -y %s)'
+                                 % (' and '.join(missing), ' '.join(missing)))
+    if any(f.action == converters.PROMOTE for f in faults):
+        raise errors.ConfigError('--fault promote: under --ha patroni Patroni elects the '
+                                 'leader itself; use kill-leader (it elects) or switchover')
+    if any(f.target == converters.FAULT_PROXY for f in faults) and not args.proxy:
+        raise errors.ConfigError('--fault proxy-...: there is no proxy; add --proxy haproxy')
+    return patroni.choose_settings(args.ha_preset, args.ha_setting, args.replication)
 
 
 def _pooler_settings(args):

@@ -9,15 +9,17 @@ server's, for the driver's own monitoring connections, which measure the server
 server connections.
 
 Faults: an action on the ``pooler`` target (``pooler-restart``, ``kill-pooler``...) acts
-on pgbouncer; every other goes to the server behind it. A promotion in a replica set
-points pgbouncer at the new leader, unless HAProxy is between them (it follows the
-leader by its checks). ``stop()`` removes the pooler, the proxy, then the server.
+on pgbouncer, one on the ``proxy`` target (``proxy-restart``) on HAProxy; every other
+goes to the server behind them. A promotion in a replica set (or a leader Patroni
+elected, ``--ha patroni``) points pgbouncer at the new leader, unless HAProxy is between
+them (it follows the leader by its checks). ``stop()`` removes the pooler, the proxy, then the server.
 """
 from __future__ import absolute_import, division, print_function
 
 from gloaddriver.backends.postgres import pgbouncer
 
 POOLER = 'pooler'    # the fault target (converters.FAULT_POOLER)
+PROXY = 'proxy'      # the fault target (converters.FAULT_PROXY)
 
 
 class PooledServer(object):
@@ -47,6 +49,9 @@ class PooledServer(object):
                     backend.host, backend.port, server.database, server.user,
                     server.password, pool_mode, pool_size, first._run_as, settings)
                 front.pooler.start()
+                if front.proxy is None and hasattr(server, 'on_leader'):
+                    pooler = front.pooler
+                    server.on_leader.append(lambda m: pooler.repoint(m.host, m.port))
         except BaseException:
             front.stop()
             raise
@@ -98,9 +103,10 @@ class PooledServer(object):
     # -- faults ---------------------------------------------------------------------------
 
     def _on(self, target, act, *args):
-        if target == POOLER:
-            getattr(self.pooler, act)(*args)
-            return self.pooler
+        if target in (POOLER, PROXY):
+            front = self.pooler if target == POOLER else self.proxy
+            getattr(front, act)(*args)
+            return front
         on = (target,) if target is not None else ()
         return getattr(self.server, act)(*on)
 
@@ -121,6 +127,15 @@ class PooledServer(object):
         if self.pooler is not None and self.proxy is None:
             self.pooler.repoint(new.host, new.port)
         return old, new
+
+    def switchover(self):
+        return self.server.switchover()
+
+    def watch_ha(self, sink):
+        """A Patroni cluster's events (``patroni.PatroniSet.watch_ha``), HAProxy's too."""
+        watch = getattr(self.server, 'watch_ha', None)
+        if watch is not None:
+            watch(sink, self.proxy)
 
     def resume_all(self):
         """Resume what a fault left paused (the pooler too), before stopping."""
