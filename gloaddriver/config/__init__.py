@@ -615,9 +615,11 @@ def mask_argv(argv):
             out.append(mask_dsn(a))
         elif a.startswith('--password='):
             out.append('--password=***')
-        elif a.startswith('--dsn='):
-            out.append('--dsn=' + mask_dsn(a[6:]))
+        elif a.startswith('--dsn=') or a.startswith('--store='):
+            flag, _eq, value = a.partition('=')
+            out.append(flag + '=' + mask_dsn(value))
         else:
             out.append(a)
-        hide = {'--password': 'password', '--dsn': 'dsn'}.get(a) if hide is None else None
+        hide = {'--password': 'password', '--dsn': 'dsn',
+                '--store': 'dsn'}.get(a) if hide is None else None
     return out
