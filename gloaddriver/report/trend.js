@@ -49,6 +49,8 @@
           ctx.setLineDash([]);
           ctx.fillStyle = COLORS[si % COLORS.length];
           ctx.font = (12 * devicePixelRatio) + 'px sans-serif';
+          ctx.textAlign = 'left';
+          ctx.textBaseline = 'alphabetic';
           ctx.fillText((st.change_pct > 0 ? '+' : '') + st.change_pct.toFixed(1) + '% ' + s.label,
                        x + 4 * devicePixelRatio, u.bbox.top + (14 + 14 * si) * devicePixelRatio);
           drawn.push({series: s.label, run: view.runs[st.index].id, index: st.index,
