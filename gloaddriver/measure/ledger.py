@@ -86,6 +86,13 @@ class Ledger(object):
         c, i = self._slot(key)
         c[i + 1] |= _bit(code) | (_bit(code) << 4)
 
+    def unsure(self, key):
+        """Whether a write to ``key`` failed or timed out, since the last one
+        acknowledged, with no plain server error: its outcome is unknown (the connection
+        was lost before the reply: it may have committed or not)."""
+        c, i = self._slot(key)
+        return bool(c[i + 1] & 0xf)
+
     def keys(self):
         """Every key with something recorded, in order."""
         for chunk in sorted(self._chunks):

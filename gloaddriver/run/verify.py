@@ -25,7 +25,7 @@ def read_back(ledger, backend):
     """The verify block of the result (see docs/outages.md)."""
     started = clock()
     out = dict((name, 0) for name in OUTCOMES)
-    out.update(checked=0, examples=dict((name, []) for name in OUTCOMES if name != 'intact'),
+    out.update(checked=0, outcome_unknown=0, examples=dict((name, []) for name in OUTCOMES if name != 'intact'),
                ledger_bytes=ledger.memory_bytes(), notes=[])
     try:
         read = backend.verify_reader()
@@ -51,6 +51,14 @@ def read_back(ledger, backend):
     finally:
         read.close()
     out['seconds'] = round(clock() - started, 3)
+    if out['outcome_unknown']:
+        # Either is correct: a commit whose reply never came may or may not have landed.
+        out['notes'].append(
+            '%s keys had a write whose outcome is unknown (it failed or timed out without a '
+            'plain server error: the connection was lost before the reply); %s of them '
+            'landed (unacknowledged_applied), the others did not; either is correct'
+            % ('{:,}'.format(out['outcome_unknown']),
+               '{:,}'.format(out['unacknowledged_applied'])))
     out['notes'].append('%s keys written by the run read back in %.1f s; the record of what was '
                         'acknowledged took %.1f MB' % ('{:,}'.format(out['checked']),
                                                        out['seconds'],
@@ -59,9 +67,11 @@ def read_back(ledger, backend):
 
 
 def _judge(ledger, keys, found, out):
-    outcome, examples = ledger.outcome, out['examples']
+    outcome, unsure, examples = ledger.outcome, ledger.unsure, out['examples']
     for key, state in zip(keys, found):
         o = outcome(key, state)
+        if unsure(key):
+            out['outcome_unknown'] += 1
         out[o] += 1
         if o != 'intact' and len(examples[o]) < EXAMPLES:
             examples[o].append(key)

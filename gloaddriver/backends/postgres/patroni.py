@@ -197,7 +197,7 @@ class PatroniMember(PostgresServer):
         path = os.path.join(self.work_dir, 'patroni.yml')
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with io.open(fd, 'w', encoding='utf-8') as f:
-            f.write(json.dumps(self._config(), indent=1))   # JSON is YAML
+            f.write(u'%s' % json.dumps(self._config(), indent=1))   # JSON is YAML
         if self._run_as is not None:
             os.chown(path, self._run_as[0], self._run_as[1])
 
