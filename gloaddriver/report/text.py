@@ -295,6 +295,30 @@ def ms(us):
 
 
 
+def _ha_parts(phase, o):
+    """What the HA stack did during an outage (``--ha``: the events with a source, and
+    the faults, from a second before it to a second after, and the last fault before
+    that), as seconds from its start; '' without any. The events are as the watch saw
+    them: up to its period (0.5 s) after they happened."""
+    end = o['end'] if not o['open'] else phase.get('seconds') or o['start'] + o['duration']
+    faults = phase.get('faults') or ()
+    events = [f for f in faults if o['start'] - 1.0 <= f['t'] <= end + 1.0]
+    if not any(f.get('source') for f in events):
+        return ''
+    before = [f for f in faults if not f.get('source') and f['t'] < o['start'] - 1.0]
+    events = before[-1:] + events     # the fault that began it, a while before (dcs-down)
+    text = ', '.join('%s %s%+.2f s' % (_fault_name(f), ('(%s) ' % f['member'])
+                                        if f.get('member') else '', f['t'] - o['start'])
+                     for f in events)
+    if not o['open']:
+        text += ', first success %+.2f s' % (o['end'] - o['start'])
+    return text
+
+
+def _fault_name(f):
+    return '%s-%s' % (f['action'], f['target']) if f.get('target') else f['action']
+
+
 def fault_text(f):
     name = '%s-%s' % (f['action'], f['target']) if f.get('target') else f['action']
     if f.get('member'):
@@ -359,6 +383,10 @@ def outage_lines(phase):
             text += '; FAILOVER: writes moved from %s to %s' % (o['member_before'],
                                                               o['member_after'])
         out.append(text + '; first error: %s' % o['first_error'])
+        parts = _ha_parts(phase, o)
+        if parts:
+            out.append('%s: the outage at %.2f s, its parts (from its start): %s'
+                       % (phase['name'], o['start'], parts))
     for f in phase.get('faults') or ():
         out.append('%s: %s %s' % (phase['name'], 'seen' if f.get('source') else 'fault',
                                   fault_text(f)))
