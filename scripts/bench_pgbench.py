@@ -6,9 +6,12 @@ SCALE``); each round runs, for each built-in script (tpcb-like, select-only), pg
 gloaddriver on the psycopg2 and on the pipelined connector, and a plain gevent +
 psycopg2 loop of the same statements (PREPAREd, psycogreen's wait callback, no
 accounting: what psycopg2 allows), the same clients (greenlets), seconds and protocol
-(-M / --protocol; the plain loop is always prepared). Before every run the tables are
-put back as pgbench puts them before its own (history emptied, branches and tellers
-vacuumed), and pgbench runs with -n, so every run starts from the same state. Prints
+(-M / --protocol; the plain loop is always prepared); beside select-only, gloaddriver's
+own kv select on the pipelined connector, on a table of as many rows (what the
+pipelined script is judged against). gloaddriver runs with a connection per client.
+Before every run the tables are put back as pgbench puts them before its own (history
+emptied, branches and tellers vacuumed), and pgbench runs with -n, so every run starts
+from the same state. Prints
 tps per run, the median of the rounds and each connector's ratio to pgbench; writes
 all of it to a JSON file.
 """
@@ -31,7 +34,11 @@ from gloaddriver.backends.spawn import which  # noqa: E402
 
 SCRIPTS = ('tpcb-like', 'select-only')
 CONNECTORS = ('psycopg2', 'pipelined')
-CLIENTS = ('pgbench',) + CONNECTORS + ('psycopg2-loop',)
+CLIENTS = ('pgbench',) + CONNECTORS + ('psycopg2-loop', 'kv-pipelined')
+# gloaddriver's own kv select beside select-only: the same rows (100,000 x scale), keyed
+# the same, a value of abalance's text ('0'), prepared, on the pipelined connector with
+# one connection per client; what its script must match there.
+KV_TABLE = 'kv_accounts'
 
 # The plain loop's statements: the built-in scripts' SQL, prepared.
 PLAIN = {
@@ -122,15 +129,37 @@ def gloaddriver(python, server, script, connector, clients, seconds, protocol):
     dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable' % (
         server.port, server.database, server.user)
     args = ['--backend', 'postgres', '--dsn', dsn, '--builtin', script, '--connector',
-            connector, '--protocol', protocol, '--greenlets', str(clients), '--duration',
+            connector, '--protocol', protocol, '--greenlets', str(clients), '--pool-size',
+            str(clients), '--duration', str(seconds), '--ops', '0', '--no-syscalls']
+    return _driver_run(python, server, args, '%s %s' % (script, connector))
+
+
+def kv_select(python, server, clients, seconds, scale):
+    """gloaddriver's kv select on the pipelined connector (KV_TABLE): ops per second."""
+    dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable' % (
+        server.port, server.database, server.user)
+    args = ['--backend', 'postgres', '--dsn', dsn, '--table', KV_TABLE, '--prepared',
+            '--connector', 'pipelined', '--pool-size', str(clients), '--greenlets',
+            str(clients), '--phases', 'select', '--keys', str(100000 * scale), '--duration',
             str(seconds), '--ops', '0', '--no-syscalls']
+    return _driver_run(python, server, args, 'kv select pipelined')
+
+
+def kv_table(server, scale):
+    psql(server, 'DROP TABLE IF EXISTS %s; CREATE TABLE %s (id bigint PRIMARY KEY, value text);'
+                 "INSERT INTO %s SELECT i, '0' FROM generate_series(0, %d) i"
+         % (KV_TABLE, KV_TABLE, KV_TABLE, 100000 * scale - 1))
+    psql(server, 'VACUUM ANALYZE %s' % KV_TABLE)
+
+
+def _driver_run(python, server, args, what):
     res = run_driver(python, args, server.password)
     if res is None:
         return None, None
     (phase,) = res['phases']
     if phase['failed'] or phase['timed_out']:
-        sys.stderr.write('gloaddriver %s %s: %d failed, %d timed out\n'
-                         % (script, connector, phase['failed'], phase['timed_out']))
+        sys.stderr.write('gloaddriver %s: %d failed, %d timed out\n'
+                         % (what, phase['failed'], phase['timed_out']))
     return phase['ok_per_sec'], (phase.get('client') or {}).get('busy')
 
 
@@ -165,6 +194,8 @@ def main(argv=None):
         subprocess.check_output([which('pgbench'), '-i', '-q', '-s', str(a.scale)] +
                                 pg_args(server) + [server.database], env=pg_env(server),
                                 stderr=subprocess.STDOUT)
+        if 'select-only' in scripts:
+            kv_table(server, a.scale)
         for r in range(a.rounds):
             for script in scripts:
                 reset(server)
@@ -180,7 +211,13 @@ def main(argv=None):
                 runs.append({'round': r, 'script': script, 'client': 'psycopg2-loop',
                              'tps': plain_loop(a.python, server, script, a.clients, a.seconds,
                                                a.scale)})
-                for run in runs[-len(CLIENTS):]:
+                clients = CLIENTS[:-1]
+                if script == 'select-only':
+                    tps, busy = kv_select(a.python, server, a.clients, a.seconds, a.scale)
+                    runs.append({'round': r, 'script': script, 'client': 'kv-pipelined',
+                                 'tps': tps, 'client_busy': busy})
+                    clients = CLIENTS
+                for run in runs[-len(clients):]:
                     print('round %d  %-12s %-13s %10s tps' % (
                         r + 1, script, run['client'],
                         '%.0f' % run['tps'] if run['tps'] else 'failed'))
@@ -195,6 +232,8 @@ def main(argv=None):
         print('%-12s pgbench       %10.0f tps' % (script, median([b or 0 for b in base])))
         for connector in CLIENTS[1:]:
             got = [x['tps'] for x in runs if x['script'] == script and x['client'] == connector]
+            if not got:
+                continue
             ratios = [g / b for g, b in zip(got, base) if g and b]
             row = {'script': script, 'client': connector, 'tps_median': median(
                 [g or 0 for g in got]), 'pgbench_median': median([b or 0 for b in base]),
@@ -203,13 +242,18 @@ def main(argv=None):
             line = '%-12s %-13s %10.0f tps  %.2fx pgbench (%.2fx)' % (
                 script, connector, row['tps_median'], median(ratios) if ratios else 0,
                 min(ratios) if ratios else 0)
-            if connector == 'psycopg2':   # what psycopg2 allows: the plain loop
-                plain = [x['tps'] for x in runs
-                         if x['script'] == script and x['client'] == 'psycopg2-loop']
-                row['ratios_to_plain_loop'] = [g / p for g, p in zip(got, plain) if g and p]
-                if row['ratios_to_plain_loop']:
-                    line += ', %.2fx the plain psycopg2 loop (%.2fx)' % (
-                        median(row['ratios_to_plain_loop']), min(row['ratios_to_plain_loop']))
+            # what each connector allows: the plain psycopg2 loop, the kv select
+            peer = {'psycopg2': ('psycopg2-loop', 'ratios_to_plain_loop',
+                                 'the plain psycopg2 loop'),
+                    'pipelined': ('kv-pipelined', 'ratios_to_kv_select',
+                                  'the kv select')}.get(connector)
+            if peer is not None:
+                theirs = [x['tps'] for x in runs if x['script'] == script and
+                          x['client'] == peer[0]]
+                row[peer[1]] = [g / p for g, p in zip(got, theirs) if g and p]
+                if row[peer[1]]:
+                    line += ', %.2fx %s (%.2fx)' % (median(row[peer[1]]), peer[2],
+                                                    min(row[peer[1]]))
             print(line)
     path = out_path(a.out, 'pgbench')
     with open(path, 'w') as f:

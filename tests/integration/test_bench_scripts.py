@@ -279,9 +279,10 @@ def test_bench_pgbench_table_and_json(tmpdir):
     assert rc == 0, err
     data = json.load(open(path))
     clients = sorted(set(r['client'] for r in data['runs']))
-    assert clients == ['pgbench', 'pipelined', 'psycopg2', 'psycopg2-loop']
-    assert len(data['runs']) == 8 and all(r['tps'] > 0 for r in data['runs']), data['runs']
-    assert len(data['summary']) == 6 and 'x pgbench' in out and 'plain psycopg2 loop' in out
+    assert clients == ['kv-pipelined', 'pgbench', 'pipelined', 'psycopg2', 'psycopg2-loop']
+    assert len(data['runs']) == 9 and all(r['tps'] > 0 for r in data['runs']), data['runs']
+    assert len(data['summary']) == 7 and 'x pgbench' in out and 'plain psycopg2 loop' in out
+    assert 'x the kv select' in out
 
 
 def test_bench_toolbench_table_and_json(tmpdir):
@@ -374,3 +375,19 @@ def test_bench_orm_table_and_json(tmpdir):
     for text in ('gloaddriver orm / asyncio chunks of 40', 'gloaddriver orm / gevent',
                  "the ORM's added client CPU per op", 'SQLAlchemy sync Session'):
         assert text in out, text
+
+
+def test_bench_pg_path_counts_a_scripts_python_calls(tmpdir):
+    # Calls are counted, not timed: the interpreter's own per transaction is a bound
+    # that holds on any machine (a call for the op and one for the script's commands
+    # written as one function; each \set, random() and EXECUTE of its own was 21 more).
+    path = str(tmpdir.join('pc.json'))
+    rc, out, err = run('bench_pg_path.py', ['--count', '--layers', 'select-loop,select-script',
+                                            '--ops', '100,300', '--out', path])
+    assert rc == 0, err
+    loop, script = json.load(open(path))['rows']
+    assert (loop['layer'], script['layer']) == ('select-loop', 'select-script')
+    assert loop['calls_per_op'] >= 1
+    assert script['calls_per_op'] - loop['calls_per_op'] <= 6, (loop, script)
+    assert script['calls']['script interpreter'][0] == 0, script['calls']
+    assert 'Python calls per op' in out and 'select-script' in out

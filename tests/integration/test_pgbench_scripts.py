@@ -357,3 +357,49 @@ def test_a_runtime_error_names_the_script_line(server, tmpdir):
     assert 'line 2' in phase['error_samples']['script'] and path in \
         phase['error_samples']['script']
     assert phase['script']['failures']['other'] == 20
+
+
+VALUES = u"""\\set i 5
+\\set big 3000000000
+\\set d 1.5 * 1
+\\set b 1 = 1
+\\set n NULL
+INSERT INTO vals VALUES (:i, :big, :d, :b, :n::text, :word || '100%');
+INSERT INTO vals (i, big, t) VALUES (:i, :big, '100%');
+"""
+
+
+@pytest.mark.parametrize('connector,protocol', [
+    ('psycopg2', 'prepared'), ('psycopg2', 'extended'), ('pipelined', 'prepared'),
+    ('pipelined', 'extended')])
+def test_values_of_every_type_reach_the_server_as_their_text(server, tmpdir, connector,
+                                                             protocol):
+    # A run writes int values into its statements itself and leaves the others (double,
+    # boolean, NULL, text) to the driver's quoting: both as pgbench sends them, as text
+    # (NULL's is the word NULL, as pgbench's).
+    q(server, 'DROP TABLE IF EXISTS vals; CREATE TABLE vals (i int, big bigint, d float8, '
+              'b boolean, n text, t text)')
+    path = write(tmpdir, 'vals.sql', VALUES)
+    rc, out, err, res = run_pg(server, ['--script', path, '--ops', '6', '--greenlets', '2',
+                                        '--protocol', protocol, '--connector', connector,
+                                        '--define', "word=it's"])
+    assert rc == 0, (err, res and res['phases'][0]['error_samples'])
+    assert q(server, 'SELECT DISTINCT i, big, d, b, n, t FROM vals ORDER BY t') == [
+        (5, 3000000000, None, None, None, '100%'),
+        (5, 3000000000, 1.5, True, 'NULL', "it's100%")]
+    assert q(server, 'SELECT count(*) FROM vals') == [(12,)]
+
+
+@pytest.mark.parametrize('protocol', ['simple', 'prepared'])
+def test_an_undefined_variable_in_sql_names_its_line(server, tmpdir, protocol):
+    # (set in a branch never taken: a variable never set at all is refused before the run)
+    path = write(tmpdir, 'undefined.sql', u'\\set a 1\n\\if :a = 2\n\\set nope 1\n\\endif\n'
+                                          u'\\set b :a + 1\nSELECT :b::int, :nope::int;\n')
+    rc, out, err, res = run_pg(server, ['--script', path, '--ops', '5', '--protocol', protocol])
+    assert rc == 1, err
+    (phase,) = res['phases']
+    if protocol == 'simple':      # pgbench's simple protocol leaves an unknown :name as it is
+        assert list(phase['errors']) == ['server:42601'], phase['errors']
+    else:
+        assert phase['errors'] == {'script': 5}
+        assert 'line 6: undefined variable "nope"' in phase['error_samples']['script']

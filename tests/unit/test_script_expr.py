@@ -12,7 +12,7 @@ import pytest
 
 from gloaddriver import errors
 from gloaddriver.workload import script
-from gloaddriver.workload.script import functions
+from gloaddriver.workload.script import codegen, functions
 from gloaddriver.workload.script.expr import compile_expression, parse
 
 WHERE = 'script t.sql, line 7'
@@ -20,8 +20,32 @@ INT_MIN, INT_MAX = int(-2 ** 63), int(2 ** 63 - 1)   # int, not 2.7's long
 
 
 def ev(text, v=None, rnd=None):
-    return compile_expression(text, WHERE, '\\set x')(
-        {} if v is None else v, rnd or random.Random(1))
+    """The value of text, evaluated by its closures and by the Python codegen writes of
+    it (what a script's run executes): the same value, the same draws, the same error."""
+    evaluate = compile_expression(text, WHERE, '\\set x')
+    rnd = rnd or random.Random(1)
+    state = rnd.getstate()
+    closures = _outcome(evaluate, v, rnd)
+    if 'debug' in text:     # (it would print twice)
+        written = closures
+    else:
+        after = rnd.getstate()
+        rnd.setstate(state)
+        written = _outcome(codegen.evaluator(evaluate), v, rnd)
+        assert rnd.getstate() == after, text   # the same draws
+    if isinstance(closures, Exception):
+        assert type(written) is type(closures) and str(written) == str(closures), (
+            text, written, closures)
+        raise closures
+    assert same(written, closures), (text, written, closures)
+    return closures
+
+
+def _outcome(evaluate, v, rnd):
+    try:
+        return evaluate({} if v is None else dict(v), rnd)
+    except errors.ScriptError as e:
+        return e
 
 
 def fails(text, v=None):

@@ -25,7 +25,9 @@ from __future__ import absolute_import, division, print_function
 import re
 
 from gloaddriver import errors
+from gloaddriver.py23 import clock
 from gloaddriver.backends.postgres import pipelined, script_run
+from gloaddriver.workload.script import to_text
 from gloaddriver.backends.postgres.kv_pipelined import PipelinedBackend
 
 _REFUSED = re.compile(r'^\s*(ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE\s+TRANSACTION|'
@@ -105,6 +107,80 @@ class PipelinedRunner(script_run.Runner):
     @staticmethod
     def _rollback(session):
         session.frames = None      # the server rolled the batch back at its Sync
+
+    def _op_of(self, parts, held):
+        """The op on its worker's Session (``held``): a batch a failure left queued is
+        dropped when the op ends."""
+        session = held
+        v, rnd, run, failure, retrying = parts.v, parts.rnd, parts.run, parts.failure, \
+            parts.retrying
+        caught, ended, log = self.caught, self._tried(parts), self.tx_log
+        script_error = errors.ScriptError
+
+        def op(key):
+            v['key'] = key
+            state = rnd.getstate() if retrying else None
+            tries = 1
+            t0 = clock() if log is not None else 0
+            ok = False
+            try:
+                while True:
+                    try:
+                        run(session)
+                        break
+                    except caught as e:
+                        if not failure(e, session, tries):
+                            raise
+                        session.frames = None   # the server rolled the batch back
+                        rnd.setstate(state)
+                        tries += 1
+                    except script_error as e:
+                        failure(e, None, tries)
+                        raise
+                ok = True
+            finally:
+                session.frames = None
+                if tries > 1 or log is not None:
+                    ended(tries, ok, t0)
+        return op
+
+    def _sql_lines(self, w, si, j, c, indent):
+        """The lines of a BEGIN, an END and a lone prepared statement (no \gset, no
+        $n of its own): queued as a frame inside a batch, else sent at once with its
+        int values as they are (bound in binary where the statement's parameter is a
+        number, as the kv ops bind theirs) and the others as their text. False: its
+        step is called."""
+        kind, options = script_run.control(c)
+        if kind == 'begin':
+            head = w.bind([pipelined.frame_query(options)] if options else [])
+            w.line('if cur.frames is None: cur.frames = list(%s)' % head, indent)
+            return True
+        if kind == 'end':
+            w.line('f = cur.frames', indent)
+            w.line('cur.frames = None', indent)
+            w.line('if f: cur.conn.batch(%s(f))' % w.bind(b''.join), indent)
+            return True
+        query = script_run.preparable(c)
+        if c.gset is not None or c.aset is not None or len(c.queries) > 1 or \
+                self.protocol != 'prepared' or query is None or \
+                script_run.has_numbered(query.sql):
+            return False
+        name = script_run.statement_name(si, j)
+        pairs, _tail = script_run.parse_pieces(query.sql)
+        temps = script_run.read_variables(w, pairs, 'v[%s]', indent)
+        values = [temps[n] for _lit, n in pairs]
+        tt = w.bind(to_text, '_tt')
+        w.line('f = cur.frames', indent)
+        w.line('if f is None:', indent)
+        w.line('cur.conn.execute(%s, [%s])' % (w.bind(name.encode('ascii')), ', '.join(
+            '%s if %s.__class__ is int else %s(%s)' % (t, t, tt, t) for t in values)),
+            indent + 1)
+        w.line('else:', indent)
+        w.line('f.append(%s(%s, [%s]))' % (w.bind(pipelined.frame_execute), w.bind(name),
+                                          ', '.join("'%%d' %% %s if %s.__class__ is int else "
+                                                    '%s(%s)' % (t, t, tt, t) for t in values)),
+               indent + 1)
+        return True
 
     def _pipeline_step(self, c, nxt):
         if c.kind == 'startpipeline':

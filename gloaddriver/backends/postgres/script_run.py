@@ -32,16 +32,22 @@ import hashlib
 import os
 import re
 import time
+from collections import namedtuple
 
 import gevent
 import psycopg2
+import psycopg2.extensions
 
 from gloaddriver import errors
 from gloaddriver.py23 import clock
+from gloaddriver.backends.postgres import pool as pgpool
+from gloaddriver.backends.postgres.user import _end_transaction
 from gloaddriver.measure.script_figures import RETRYABLE
-from gloaddriver.workload.script import truthy
+from gloaddriver.workload.script import codegen, truthy
+from gloaddriver.workload.script.parse import sql_pieces as parse_pieces
 
 _NUMBERED = re.compile(r'\$(\d+)')
+_IDLE = psycopg2.extensions.TRANSACTION_STATUS_IDLE
 # What PREPARE takes; any other statement (BEGIN, SET, CREATE, VACUUM...) is sent as
 # simple text whatever the protocol.
 _PREPARABLE = re.compile(r'^\s*(SELECT|INSERT|UPDATE|DELETE|VALUES|WITH|TABLE|MERGE)\b', re.I)
@@ -198,29 +204,39 @@ def _extended_sql(query):
 
 class Runner(object):
     """Makes a worker's ops from the scripts; one per backend. This one runs them on
-    psycopg2 (``held``: user.holder's lender of a pooled connection); the pipelined
-    connector's (script_pipelined.py) changes how a run holds its connection, sends its
-    SQL and recovers from a failed try: ``held``, ``_sql_step``, ``_rollback``."""
+    psycopg2 (``lender``: the pool, the op deadlines and the password, the connection
+    lent inline as the statement runner lends it; else ``held``: user.holder's
+    lender); the pipelined connector's (script_pipelined.py) changes how a run holds
+    its connection, sends its SQL and recovers from a failed try: ``_op_of``,
+    ``_sql_step``, ``_sql_lines``, ``_rollback``.
+
+    A script's commands become steps (``_step``); runs of them with no jump into or
+    out of their middle are then written as one Python function each (``_program``,
+    with ``codegen``), the SQL of each sent by lines of its own (``_sql_lines``) where
+    the values are ints, else by its step's own code. -r keeps a step per command: each
+    one is timed."""
 
     # What a failed statement raises, and whether the connection can take another try.
     caught = (psycopg2.Error,)
 
     def __init__(self, scripts, protocol, max_tries, figures, held, base_variables,
-                 connect_per_op=False, tx_log=None):
+                 connect_per_op=False, tx_log=None, lender=None):
         self.scripts = scripts
         self.protocol = protocol
         self.max_tries = max_tries
         self.figures = figures
         self.held = held
+        self.lender = lender
         self.base = base_variables
         self.connect_per_op = connect_per_op
         self.tx_log = tx_log
+        self._written = {}      # (script, first command) -> a block's code and names
 
     def worker_ops(self, worker, rnd, held=None):
         """{script name: op} of a worker; ``held`` its own lender, if not the runner's."""
         v = automatic_variables(worker, **self.base)
         counter = [0]    # the worker's transactions, for the -l log
-        return dict((s.name, self._op(i, s, v, rnd, worker, counter, held or self.held))
+        return dict((s.name, self._op(i, s, v, rnd, worker, counter, held))
                     for i, s in enumerate(self.scripts))
 
     @staticmethod
@@ -234,29 +250,126 @@ class Runner(object):
     # -- one script --------------------------------------------------------------
 
     def _op(self, index, script, v, rnd, worker, counter, held):
-        figures = self.figures
-        steps = [self._step(index, j, c, v, rnd) for j, c in enumerate(script.commands)]
-        if figures.per_statement:
-            steps = [_timed(s, figures.lat[index][j]) for j, s in enumerate(steps)]
-        n = len(steps)
         at = [0]                       # the command that raised, for its counts
+        run = self._program(index, script, v, rnd, at)
+        parts = _OpParts(index, v, rnd, run, self._failure(index, at), self.max_tries != 1,
+                         worker, counter)
+        return self._op_of(parts, held)
 
-        def run(cur):
-            pc = 0
-            try:
-                while pc < n:
-                    pc = steps[pc](cur)
-            except BaseException:
-                at[0] = pc
-                raise
-        failed = figures.failed[index]
-        retried_at = figures.retried_at[index]
+    def _failure(self, index, at):
+        """failure(exc, item, tries) -> whether to try again, the failure counted when
+        not; called only when a try failed (None for a ScriptError: counted)."""
+        figures = self.figures
+        failed, retried_at = figures.failed[index], figures.retried_at[index]
         failures = figures.failures
-        max_tries = self.max_tries
-        retrying = max_tries != 1
-        connect_per_op = self.connect_per_op
-        log = self.tx_log
-        caught, alive, rollback = self.caught, self._alive, self._rollback
+        max_tries, alive = self.max_tries, self._alive
+
+        def failure(e, item, tries):
+            if item is None:       # the script's own error
+                failed[at[0]] += 1
+                failures['other'] += 1
+                return False
+            cls = RETRYABLE.get(getattr(e, 'pgcode', None) or getattr(e, 'code', None))
+            if cls is None or not alive(item) or (max_tries and tries >= max_tries):
+                failed[at[0]] += 1
+                failures[cls or 'other'] += 1
+                return False
+            retried_at[at[0]] += 1
+            return True
+        return failure
+
+    def _tried(self, parts):
+        """ended(tries, ok, t0): a transaction's retries and its -l line, when it ends."""
+        figures, log = self.figures, self.tx_log
+        worker, counter, index = parts.worker, parts.counter, parts.index
+
+        def ended(tries, ok, t0):
+            if tries > 1:
+                figures.retried += 1
+                figures.retries += tries - 1
+            if log is not None:
+                counter[0] += 1
+                log.write(worker, counter[0], t0, ok, index, tries - 1)
+        return ended
+
+    def _op_of(self, parts, held):
+        if held is None and self.lender is not None:
+            return self._pooled_op(parts)
+        return self._held_op(parts, held or self.held)
+
+    def _pooled_op(self, parts):
+        """The op on a connection of the pool, lent and given back here as the
+        statement runner does it (user.holder's rules: the op's deadline, errors
+        translated, a transaction a failure left open rolled back), with no context
+        manager's calls per transaction."""
+        pool, deadlines, password = self.lender
+        active, getcurrent = deadlines.active, gevent.getcurrent
+        idle, waiting, get, put = pool._idle, pool._waiting, pool.get, pool.put
+        translate = pgpool.translate
+        v, rnd, run, failure, retrying = parts.v, parts.rnd, parts.run, parts.failure, \
+            parts.retrying
+        caught, rollback, ended = self.caught, self._rollback, self._tried(parts)
+        connect_per_op, log = self.connect_per_op, self.tx_log
+        script_error, timeout = errors.ScriptError, errors.RequestTimeout
+
+        def op(key):
+            v['key'] = key
+            state = rnd.getstate() if retrying else None
+            tries = 1
+            t0 = clock() if log is not None else 0
+            ok = False
+            g = getcurrent()
+            active[g] = clock()   # the op's start, and its ticket (Deadlines)
+            item = None
+            try:
+                item = idle.pop() if idle else get()
+                cur = item.cur
+                while True:
+                    try:
+                        run(cur)
+                        break
+                    except caught as e:
+                        if not failure(e, item, tries):
+                            raise
+                        rollback(cur)
+                        rnd.setstate(state)
+                        tries += 1
+                    except script_error as e:
+                        failure(e, None, tries)
+                        raise
+                ok = True
+            except timeout:
+                if item is not None:
+                    item.broken = True   # psycopg2 closed it when the timeout was thrown in
+                raise
+            except psycopg2.Error as e:
+                raise translate(e, item, password)
+            finally:
+                active.pop(g, None)      # the rollback below runs outside the op's deadline
+                if item is not None:
+                    if connect_per_op:
+                        item.broken = True     # closed by the pool: -C's new login
+                    conn = item.conn
+                    if not ok or item.broken or conn.closed or \
+                            conn.get_transaction_status() != _IDLE:
+                        try:
+                            _end_transaction(item)
+                        finally:
+                            put(item)
+                    elif item.broken or waiting or conn.closed:
+                        put(item)
+                    else:
+                        idle.append(item)
+                if tries > 1 or log is not None:
+                    ended(tries, ok, t0)
+        return op
+
+    def _held_op(self, parts, held):
+        """The op on a connection ``held()`` lends (a context manager)."""
+        v, rnd, run, failure, retrying = parts.v, parts.rnd, parts.run, parts.failure, \
+            parts.retrying
+        caught, rollback, ended = self.caught, self._rollback, self._tried(parts)
+        connect_per_op, log = self.connect_per_op, self.tx_log
 
         def op(key):
             v['key'] = key
@@ -273,33 +386,120 @@ class Runner(object):
                                 run(cur)
                                 break
                             except caught as e:
-                                cls = RETRYABLE.get(getattr(e, 'pgcode', None) or
-                                                    getattr(e, 'code', None))
-                                if cls is None or not alive(item) or \
-                                        (max_tries and tries >= max_tries):
-                                    failed[at[0]] += 1
-                                    failures[cls or 'other'] += 1
+                                if not failure(e, item, tries):
                                     raise
-                                retried_at[at[0]] += 1
                                 rollback(cur)
                                 rnd.setstate(state)
                                 tries += 1
-                            except errors.ScriptError:
-                                failed[at[0]] += 1
-                                failures['other'] += 1
+                            except errors.ScriptError as e:
+                                failure(e, None, tries)
                                 raise
                     finally:
                         if connect_per_op:
                             item.broken = True     # closed by the pool: -C's new login
                 ok = True
             finally:
-                if tries > 1:
-                    figures.retried += 1
-                    figures.retries += tries - 1
-                if log is not None:
-                    counter[0] += 1
-                    log.write(worker, counter[0], t0, ok, index, tries - 1)
+                if tries > 1 or log is not None:
+                    ended(tries, ok, t0)
         return op
+
+    # -- the commands as code ----------------------------------------------------------
+
+    def _program(self, si, script, v, rnd, at):
+        """run(cur): the script's commands, once."""
+        steps = [self._step(si, j, c, v, rnd) for j, c in enumerate(script.commands)]
+        figures = self.figures
+        if figures.per_statement:
+            return _loop([_timed(s, figures.lat[si][j]) for j, s in enumerate(steps)], at)
+        commands = script.commands
+        blocks = {}
+        for start, end in _straight_runs(commands):
+            steps[start] = blocks[start] = self._block(si, start, end, steps, v, rnd, at)
+        if list(blocks) == [0] and len(commands) == _straight_end(commands, 0):
+            return blocks[0]       # no jumps: the whole script is one function
+        return _loop(steps, at, blocks)
+
+    def _block(self, si, start, end, steps, v, rnd, at):
+        """Commands start..end-1 as one function: block(cur) -> end."""
+        written = self._written.get((si, start))
+        if written is None:
+            written = self._written[(si, start)] = self._write_block(si, start, end)
+        code, names, called = written
+        names = dict(names, v=v, rnd=rnd, _random=rnd.random, at=at)
+        for j in called:
+            names['_s%d' % j] = steps[j]
+        return codegen.make(code, 'block', names)
+
+    def _write_block(self, si, start, end):
+        """(code, names, commands called as their steps) of commands start..end-1."""
+        script = self.scripts[si]
+        w = codegen.Writer()
+        wheres = tuple('script %s, line %d' % (script.path, c.line) for c in script.commands)
+        called = []
+        for j in range(start, end):
+            c = script.commands[j]
+            if j > start:
+                w.line('pc = %d' % j, 1)
+            if c.kind == 'set':
+                w.line('v[%s] = %s' % (w.bind(c.name, '_n'),
+                                       w.expression(c.expr.tree, c.expr.where, 1)), 1)
+            elif c.kind != 'sql' or not self._sql_lines(w, si, j, c, 1):
+                w.line('_s%d(cur)' % j, 1)
+                called.append(j)
+        w.names.update(_raise_at=codegen.raise_at, _wheres=wheres)
+        lines = ['pc = %d' % start, 'try:'] + w.lines + [
+            'except (_EvalError, KeyError) as e:',
+            '    at[0] = pc',
+            '    err = _raise_at(e, _wheres[pc])',
+            'except BaseException:',
+            '    at[0] = pc',
+            '    raise',
+            'else:',
+            '    return %d' % end,
+            'raise err']
+        code, _source = codegen.function('block', 'cur', lines, w.names)
+        return code, w.names, tuple(called)
+
+    def _sql_lines(self, w, si, j, c, indent):
+        """Write the lines that send SQL command ``c`` when they can be written (one
+        query, no \\gset/\\aset): True; False to call its step. psycopg2 is sent text:
+        the variables' text put in (simple), or quoted in as psycopg2 quotes text (the
+        $n of extended, EXECUTE's values with prepared); that is done here when every
+        value is an int, and by psycopg2 from the step's values otherwise."""
+        if c.gset is not None or c.aset is not None or len(c.queries) > 1:
+            return False
+        q = c.queries[0]
+        query = preparable(c)
+        if self.protocol == 'simple' or query is None or \
+                (self.protocol == 'extended' and not query.names):
+            pairs, tail = parse_pieces(q.sql)
+            marker, reads = '%d', 'v.get(%s)'
+            fallback = 'cur.execute(%s(v))' % w.bind(q.simple, '_q')
+        elif has_numbered(q.sql):
+            return False       # $n of its own besides the variables: as the step sends it
+        else:
+            if self.protocol == 'extended':
+                pairs, tail = parse_pieces(q.sql)
+                sql = _extended_sql(query)
+            else:
+                pairs, tail = _execute_pieces(statement_name(si, j), q.sql)
+                sql = _execute_sql(statement_name(si, j), len(pairs))
+            marker, reads = "'%d'", 'v[%s]'
+            fallback = 'cur.execute(%s, %s(v))' % (w.bind(sql), w.bind(query.params, '_p'))
+        if not pairs:
+            w.line('cur.execute(%s)' % w.bind(tail), indent)
+            return True
+        temps = read_variables(w, pairs, reads, indent)
+        template = ''.join(lit.replace('%', '%%') + marker for lit, _n in pairs) + \
+            tail.replace('%', '%%')
+        values = [temps[n] for _lit, n in pairs]
+        w.line('if %s:' % ' and '.join('%s.__class__ is int' % t for t in sorted(set(values))),
+               indent)
+        w.line('cur.execute(%s %% %s)' % (w.bind(template), values[0] if len(values) == 1
+                                          else '(%s,)' % ', '.join(values)), indent + 1)
+        w.line('else:', indent)
+        w.line(fallback, indent + 1)
+        return True
 
     def _step(self, si, j, c, v, rnd):
         """The step of command ``j``: step(cur) -> the index of the next command."""
@@ -360,10 +560,7 @@ class Runner(object):
                 cur.execute(sql, params(v))
         else:
             params = query.params
-            name = statement_name(si, j)
-            uses = len(_NUMBERED.findall(query.param_sql))
-            sql = ('EXECUTE %s (%s)' % (name, ', '.join(['%s'] * uses))
-                   if uses else 'EXECUTE %s' % name)
+            sql = _execute_sql(statement_name(si, j), len(_NUMBERED.findall(query.param_sql)))
 
             def send(cur):
                 cur.execute(sql, params(v))
@@ -468,3 +665,77 @@ class TxLog(object):
 
     def close(self):
         self.file.close()
+
+
+_OpParts = namedtuple('_OpParts', 'index v rnd run failure retrying worker counter')
+
+
+def _loop(steps, at, blocks=()):
+    """run(cur) of steps: step(cur) -> the index of the next one. A block (``blocks``,
+    by its first command) says itself which of its commands raised."""
+    n = len(steps)
+
+    def run(cur):
+        pc = 0
+        try:
+            while pc < n:
+                pc = steps[pc](cur)
+        except BaseException:
+            if pc not in blocks:
+                at[0] = pc
+            raise
+    return run
+
+
+def _straight_end(commands, start):
+    """The end of the straight run of commands from ``start``: up to a jump, or to a
+    command a jump lands on."""
+    targets = set(c.jump for c in commands if c.kind in ('branch', 'goto'))
+    end = start
+    while end < len(commands) and commands[end].kind not in ('branch', 'goto') and \
+            (end == start or end not in targets):
+        end += 1
+    return end
+
+
+def _straight_runs(commands):
+    """(start, end) of every straight run of commands (see _straight_end)."""
+    runs, j = [], 0
+    while j < len(commands):
+        if commands[j].kind in ('branch', 'goto'):
+            j += 1
+            continue
+        end = _straight_end(commands, j)
+        runs.append((j, end))
+        j = end
+    return runs
+
+
+def read_variables(w, pairs, reads, indent):
+    """{name: the temp it is read into}, each variable of ``pairs`` read once."""
+    temps = {}
+    for _lit, name in pairs:
+        if name not in temps:
+            temps[name] = t = w.temp()
+            w.line('%s = %s' % (t, reads % w.bind(name, '_n')), indent)
+    return temps
+
+
+def has_numbered(sql):
+    """Whether an SQL text has $n of its own (besides the :variables that become $n)."""
+    return _NUMBERED.search(sql) is not None
+
+
+def _execute_pieces(name, sql):
+    """sql_pieces of 'EXECUTE name (:a, :b...)' for the variables of ``sql``."""
+    pairs, _tail = parse_pieces(sql)
+    if not pairs:
+        return (), 'EXECUTE %s' % name
+    return tuple([('EXECUTE %s (' % name, pairs[0][1])] +
+                 [(', ', n) for _lit, n in pairs[1:]]), ')'
+
+
+def _execute_sql(name, uses):
+    """psycopg2's EXECUTE of the prepared statement ``name`` with ``uses`` values."""
+    return ('EXECUTE %s (%s)' % (name, ', '.join(['%s'] * uses)) if uses
+            else 'EXECUTE %s' % name)

@@ -418,7 +418,8 @@ class PostgresBackend(base.Backend):
         self.runner = script_run.Runner(
             self.opts.scripts, run.protocol, run.max_tries, self.figures, self._held,
             dict(scale=self.scale, seed=load.seed, defines=run.defines),
-            connect_per_op=run.connect_per_op, tx_log=self.tx_log)
+            connect_per_op=run.connect_per_op, tx_log=self.tx_log,
+            lender=(self.pool, self.deadlines, self.password))
 
     def worker_ops(self, worker):
         if self.opts.workload not in ('script', 'sql'):

@@ -498,4 +498,5 @@ def compile_expression(text, where, what='expression'):
         except EvalError as e:
             err = script_error('%s: %s' % (where, e))
         raise err   # outside the except: 3.x chains no "during handling of" EvalError
+    evaluate.tree, evaluate.where = node, where     # what codegen writes out as Python
     return evaluate

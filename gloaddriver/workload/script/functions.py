@@ -453,6 +453,19 @@ def _random_builder(draw):
     return build
 
 
+def draw_random(rnd, lb, ub):
+    """random(lb, ub) of two values: what _build_random's closure draws (codegen calls it
+    off its int fast path)."""
+    if type(lb) is not int or type(ub) is not int:
+        if lb is None or ub is None:
+            return None
+        lb, ub = as_int(lb), as_int(ub)
+    n = ub - lb + 1
+    if 0 < n <= _EXACT:
+        return lb + int(rnd.random() * n)
+    return lb + _uniform(rnd, span(lb, ub))
+
+
 def _build_random(args, _where, _seed):
     """random(lb, ub): the hot one (every built-in script draws with it), inlined."""
     flb, fub = args

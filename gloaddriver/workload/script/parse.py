@@ -68,16 +68,11 @@ def make_query(sql, where):
     each run is one join (simple) or one list (params). As pgbench numbers them, each
     use of a variable is a parameter of its own ($1, $2... in order of use), so that
     the server infers each one's type from its own place: ``SELECT :a, 2 * :a``."""
-    pairs, names, start = [], [], 0
-    for m in _SQL_VARIABLE.finditer(sql):
-        name = m.group(1)
-        if name is None:       # a :: cast
-            continue
-        pairs.append((sql[start:m.start()], name))
+    pairs, tail = sql_pieces(sql)
+    names = []
+    for _lit, name in pairs:
         if name not in names:
             names.append(name)
-        start = m.end()
-    tail = sql[start:]
     names = tuple(names)
     param_sql = ''.join(lit + '$%d' % (i + 1) for i, (lit, _n) in enumerate(pairs)) + tail
     if not pairs:
@@ -96,6 +91,19 @@ def make_query(sql, where):
         except KeyError as e:
             raise errors.ScriptError('%s: undefined variable "%s"' % (where, e.args[0]))
     return Query(sql, names, simple, params, param_sql)
+
+
+def sql_pieces(sql):
+    """([(text before a variable, its name)...], the text after the last) of an SQL text:
+    the pieces a run puts the variables' text between."""
+    pairs, start = [], 0
+    for m in _SQL_VARIABLE.finditer(sql):
+        name = m.group(1)
+        if name is None:       # a :: cast
+            continue
+        pairs.append((sql[start:m.start()], name))
+        start = m.end()
+    return tuple(pairs), sql[start:]
 
 
 def _only_comments(sql):
