@@ -17,8 +17,11 @@ EXAMPLES = 5
 
 
 def definite(exc):
-    """A failure that surely wrote nothing: the server answered with a plain error."""
-    return isinstance(exc, errors.ServerError) and not exc.outage
+    """A failure that surely wrote nothing: the server answered with a plain error, or
+    a pooler refused the statement before any server had it (``unsent``). Any other
+    (a connection lost, a timeout) leaves the write's outcome unknown."""
+    return isinstance(exc, errors.ServerError) and (
+        not exc.outage or getattr(exc, 'unsent', False))
 
 
 def read_back(ledger, backend):

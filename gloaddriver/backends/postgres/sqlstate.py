@@ -24,6 +24,10 @@ POOLER_ERRORS = (
     ('transaction blocks not allowed', 'statement_mode', False),
 )
 
+# Those said before the statement reached any server (no server connection to give it):
+# a write that failed so surely did nothing (--verify: not an outcome unknown).
+UNSENT = ('server_login_retry', 'cannot_connect', 'server_down', 'query_wait_timeout')
+
 
 def is_outage(code):
     """Class 08 (connection exception) and 57P (shutting down, crashed, not yet
@@ -45,6 +49,7 @@ def pooler_error(code, message):
         if low.startswith(start):
             err = errors.ServerError(code, message, outage)
             err.kind = 'pooler:' + name
+            err.unsent = name in UNSENT
             return err
     return None
 
