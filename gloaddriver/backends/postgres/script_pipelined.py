@@ -145,7 +145,7 @@ class PipelinedRunner(script_run.Runner):
         return op
 
     def _sql_lines(self, w, si, j, c, indent):
-        """The lines of a BEGIN, an END and a lone prepared statement (no \gset, no
+        """The lines of a BEGIN, an END and a lone prepared statement (no \\gset, no
         $n of its own): queued as a frame inside a batch, else sent at once with its
         int values as they are (bound in binary where the statement's parameter is a
         number, as the kv ops bind theirs) and the others as their text. False: its
