@@ -234,3 +234,34 @@ def test_an_orm_op_past_the_timeout_is_a_timeout_not_a_lost_connection(pg, tmpdi
     (phase,) = res['phases']
     assert phase['ok'] == 10 and phase['timed_out'] == 10, phase
     assert phase['errors'] == {'timeout': 10}, phase['errors']
+
+
+SLOW_COMMIT = u'''from sqlalchemy import text
+
+
+def op_write(db, key):
+    with db.session() as s, s.begin():
+        table = 'slow_commit' if key % 2 == 0 else 'quick_commit'
+        s.execute(text('INSERT INTO %s VALUES (:k)' % table), {'k': key})
+'''
+
+
+def test_an_orm_op_whose_commit_passes_the_timeout_is_one_quiet_timeout(pg, tmpdir):
+    # A deferred trigger makes the COMMIT itself wait: the deadline closes the connection
+    # while SQLAlchemy commits, and the reset SQLAlchemy's pool does on its return must
+    # not log a traceback of its own for it (it did, once per such op).
+    query(pg, "DROP TABLE IF EXISTS slow_commit, quick_commit; "
+              "CREATE TABLE slow_commit (k int); CREATE TABLE quick_commit (k int); "
+              "CREATE OR REPLACE FUNCTION slow_commit_fn() RETURNS trigger AS "
+              "$$ BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$ LANGUAGE plpgsql; "
+              "CREATE CONSTRAINT TRIGGER slow_commit_t AFTER INSERT ON slow_commit "
+              "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit_fn()")
+    path = write(tmpdir, 'slow_commit.py', SLOW_COMMIT)
+    rc, out, err, res = run_pg(pg, ['--workload-file', path, '--ops', '20', '--greenlets', '4',
+                                    '--timeout', '0.5'])
+    assert rc == 1, err
+    assert 'Traceback' not in err and 'Exception during reset' not in err, err
+    assert_accounted(res)
+    (phase,) = res['phases']
+    assert phase['ok'] == 10 and phase['timed_out'] == 10, phase
+    assert phase['errors'] == {'timeout': 10}, phase['errors']

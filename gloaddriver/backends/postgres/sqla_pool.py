@@ -12,6 +12,32 @@ from gloaddriver.py23 import clock
 getcurrent = gevent.getcurrent
 
 
+class _ResetOpenOnly(object):
+    """The engine's dialect as the pool uses it, whose reset on return (a rollback, or a
+    commit) skips a connection psycopg2 has already closed: an op whose deadline closed
+    its connection under it. SQLAlchemy's own pool would log that reset's error with a
+    traceback, once per timed-out op; the op has failed already and counts once."""
+
+    def __init__(self, dialect):
+        self._wrapped = dialect
+
+    def __getattr__(self, name):
+        return getattr(self._wrapped, name)
+
+    def do_rollback(self, fairy):
+        if not _closed(fairy):
+            self._wrapped.do_rollback(fairy)
+
+    def do_commit(self, fairy):
+        if not _closed(fairy):
+            self._wrapped.do_commit(fairy)
+
+
+def _closed(fairy):
+    conn = getattr(fairy, 'dbapi_connection', fairy)
+    return conn is None or conn.closed
+
+
 class Bridge(sapool.Pool):
     """SQLAlchemy's pool interface over gloaddriver's ``pool.Pool``."""
 
@@ -25,6 +51,15 @@ class Bridge(sapool.Pool):
         # timeout that psycopg2 raised is gone by the time the op fails: SQLAlchemy's
         # rollback on the connection psycopg2 closed raises its own error in its place.
         self.expired = set()
+
+    @property
+    def _dialect(self):
+        return self._reset_dialect
+
+    @_dialect.setter
+    def _dialect(self, dialect):
+        # Set by SQLAlchemy's Pool and again by create_engine: see _ResetOpenOnly.
+        self._reset_dialect = _ResetOpenOnly(dialect)
 
     def _lend(self, record):
         # Called by the record being made, before anything can yield: no other
