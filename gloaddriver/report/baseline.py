@@ -64,9 +64,10 @@ def judge(cond, phase, value, baseline, holds):
     a change meets the condition's limit (report.thresholds')."""
     key = 'latency:' + cond['latency_key'] if cond['latency_key'] else cond['metric']
     values = ((baseline or {}).get('phases', {}).get(phase) or {}).get(key) or []
-    if value is None:
+    if value is None or (baseline or {}).get('error'):
         return {'value': None, 'limit': cond['limit'], 'held': False,
-                'why': 'not measured in this run'}
+                'why': 'not measured in this run' if value is None else
+                       'the baseline could not be read: %s' % baseline['error']}
     if len(values) < MIN_RUNS:
         return {'value': None, 'limit': cond['limit'], 'held': True,
                 'why': 'no baseline yet: %d stored run%s of this scenario with phase %s '
@@ -91,6 +92,9 @@ def _g(v):
 def line(baseline):
     """The line under the table that says what this run was judged against."""
     runs = baseline['runs']
+    if baseline.get('error'):
+        return ('baseline: the runs of scenario %s in %s could not be read: %s'
+                % (baseline['scenario'], baseline['store'], baseline['error']))
     if not runs:
         return ('baseline: no stored run of scenario %s in %s yet; this run starts it'
                 % (baseline['scenario'], baseline['store']))

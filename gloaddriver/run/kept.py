@@ -55,9 +55,17 @@ class Kept(object):
             return None, None
         from gloaddriver.report import baseline
         key = self.config.output.scenario[0]
-        runs = self.store.runs(scenario=key, last=n, ok_only=True, columns=('id', 'started'))
-        found = baseline.build(runs, self.store.phases([r['id'] for r in runs]), n, key,
-                               self.store.where)
+        try:
+            runs = self.store.runs(scenario=key, last=n, ok_only=True,
+                                   columns=('id', 'started'))
+            rows = self.store.phases([r['id'] for r in runs])
+        except Exception as e:   # the store's own errors (sqlite3, psycopg2) vary
+            # Judged as failed, never as "no baseline yet": a gate that cannot see its
+            # baseline does not pass the run.
+            found = baseline.build([], [], n, key, self.store.where)
+            found['error'] = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+            return found, baseline.line(found)
+        found = baseline.build(runs, rows, n, key, self.store.where)
         return found, baseline.line(found)
 
     def record(self, result, code):

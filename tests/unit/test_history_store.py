@@ -203,6 +203,15 @@ def test_without_two_baseline_runs_a_relative_condition_holds_with_a_note():
     assert v['held'] and 'no baseline yet' in v['why'] and v['value'] is None
 
 
+def test_a_baseline_that_could_not_be_read_fails_the_relative_conditions():
+    base = baseline.build([], [], 5, 'k', 'sqlite:x')
+    base['error'] = 'database is locked'
+    cond = fail_if.parse('ops_per_sec>-10%')[0]
+    v = baseline.judge(cond, 'mix', 1000.0, base, thresholds.holds)
+    assert not v['held'] and 'could not be read: database is locked' in v['why']
+    assert 'could not be read' in baseline.line(base)
+
+
 def test_relative_latency_conditions_read_the_latency_block():
     runs = [{'id': i + 1} for i in range(3)]
     rows = [{'run_id': i + 1, 'name': 'mix', 'latency': json.dumps({'p99': 1000 + i})}
