@@ -88,8 +88,8 @@ def check_store(args, environ, parser):
         return
     store.parse_url(args.store)
     if args.processes > 1:
-        raise errors.ConfigError('--store does not go with --processes yet: run one process, '
-                                 'or store the merged --json later')
+        raise errors.ConfigError('--store does not go with --processes yet: record runs of '
+                                 'one process (--greenlets)')
     args.tags = _tags(args.tag or ())
     args.baseline = _baseline(args.baseline, BASELINE_RUNS)
     args.scenario = scenario(parser, args)
