@@ -51,7 +51,7 @@ import tempfile
 import threading
 import time
 
-from benchlib import ROOT, median, out_path, write_json
+from benchlib import ROOT, median, out_path, pin, write_json
 
 sys.path.insert(0, ROOT)
 
@@ -298,8 +298,13 @@ def main():
                     help='comma-separated keys (sync, asyncio-all, asyncio-chunks, gevent, '
                     'orm, relational; default all)')
     ap.add_argument('--timeout', type=float, default=1800, help='seconds a program may take')
+    ap.add_argument('--pin', action='store_true',
+                    help='the server on CPU 0, every program on CPU 1 (needs 2 CPUs and '
+                    'taskset): rounds stop trading places between the two sides')
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
+    if args.pin and os.sysconf('SC_NPROCESSORS_ONLN') < 2:
+        ap.error('--pin needs 2 CPUs')
     for k in ('python', 'peers311'):   # the programs run from elsewhere
         setattr(args, k, os.path.abspath(getattr(args, k)))
     out = out_path(args.out, 'orm')
@@ -318,6 +323,7 @@ def main():
         sys.stderr.flush()
     runs = []
     with PostgresServer(max_connections=args.max_connections) as server:
+        pin(args, server)    # its backends, forked later, inherit the postmaster's CPU
         peak = Peak(server.dsn)
         peak.cur.execute('SHOW server_version')
         server_version = peak.cur.fetchone()[0]
@@ -349,11 +355,12 @@ def main():
     header = ('bench-orm %s, %d cores, PostgreSQL %s (private, fsync off, max_connections %d); '
               '%s ops per program, %d rounds interleaved, %d greenlets, chunks of %d, async '
               'pool_size %d; CPython %s; asyncio on CPython %s; load average %.1f at the '
-              'start, %.1f at the end' % (
+              'start, %.1f at the end%s' % (
                   started, os.sysconf('SC_NPROCESSORS_ONLN'), server_version,
                   args.max_connections, '{:,}'.format(args.ops), args.rounds, args.greenlets,
                   args.chunk, args.pool_size, pythons['gloaddriver, sync, gevent'],
-                  pythons['asyncio'], load0[0], load1[0]))
+                  pythons['asyncio'], load0[0], load1[0],
+                  '; --pin: the server on CPU 0, the programs on CPU 1' if args.pin else ''))
     print_table(args, rows, crit, header)
     missing = [r for r in runs if r['result'] is None]
     failed = [r for r in runs if r['result'] and r['result']['failed'] and

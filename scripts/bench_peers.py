@@ -42,7 +42,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import ROOT, driver, out_path
+from benchlib import ROOT, driver, out_path, pin
 
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'scripts', 'peers'))
@@ -98,20 +98,6 @@ def from_driver(result):
                     'latency_us': dict((k, lat.get(k)) for k in ('p50', 'p95', 'p99'))
                     if lat.get('p50') is not None else None})
     return out
-
-
-def pin(args, server):
-    """--pin: the server's processes and threads on the first CPU, this process (and so
-    every client it starts from now on) on the second: at concurrency 1 the client and
-    the server take turns, and no turn then waits for the other's CPU or moves a
-    process."""
-    if not args.pin:
-        return
-    from gloaddriver.measure import procfs
-    for pid in sorted(procfs.family(server.proc.pid) or [server.proc.pid]):   # its children too
-        subprocess.check_call(['taskset', '-a', '-p', '-c', '0', str(pid)],
-                              stdout=subprocess.PIPE)
-    subprocess.check_call(['taskset', '-p', '-c', '1', str(os.getpid())], stdout=subprocess.PIPE)
 
 
 # -- Tarantool -------------------------------------------------------------------------

@@ -86,3 +86,17 @@ def write_json(out, data):
 def exit_code(runs, expected, failed=lambda run: run['failed']):
     """0 when all ``expected`` runs came back and none had a failed op, else 1."""
     return 1 if sum(failed(x) for x in runs) or len(runs) != expected else 0
+
+
+def pin(args, server):
+    """--pin: the server's processes and threads on the first CPU, this process (and so
+    every client it starts from now on) on the second, so that no round waits for the
+    other side's CPU or moves a process: at concurrency 1 the client and the server take
+    turns, and a client-bound round has a core of its own whatever the server does."""
+    if not args.pin:
+        return
+    from gloaddriver.measure import procfs
+    for pid in sorted(procfs.family(server.proc.pid) or [server.proc.pid]):   # its children too
+        subprocess.check_call(['taskset', '-a', '-p', '-c', '0', str(pid)],
+                              stdout=subprocess.PIPE)
+    subprocess.check_call(['taskset', '-p', '-c', '1', str(os.getpid())], stdout=subprocess.PIPE)
