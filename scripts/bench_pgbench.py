@@ -8,7 +8,8 @@ psycopg2 loop of the same statements (PREPAREd, psycogreen's wait callback, no
 accounting: what psycopg2 allows), the same clients (greenlets), seconds and protocol
 (-M / --protocol; the plain loop is always prepared); beside select-only, gloaddriver's
 own kv select on the pipelined connector, on a table of as many rows (what the
-pipelined script is judged against). gloaddriver runs with a connection per client.
+pipelined script is judged against). gloaddriver runs with a connection per client
+(--pipelined-conns: the pipelined connector's).
 Before every run the tables are put back as pgbench puts them before its own (history
 emptied, branches and tellers vacuumed), and pgbench runs with -n, so every run starts
 from the same state. Prints
@@ -125,21 +126,21 @@ def pgbench(server, script, clients, seconds, protocol):
     return float(m.group(1))
 
 
-def gloaddriver(python, server, script, connector, clients, seconds, protocol):
+def gloaddriver(python, server, script, connector, clients, seconds, protocol, conns=None):
     dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable' % (
         server.port, server.database, server.user)
     args = ['--backend', 'postgres', '--dsn', dsn, '--builtin', script, '--connector',
             connector, '--protocol', protocol, '--greenlets', str(clients), '--pool-size',
-            str(clients), '--duration', str(seconds), '--ops', '0', '--no-syscalls']
+            str(conns or clients), '--duration', str(seconds), '--ops', '0', '--no-syscalls']
     return _driver_run(python, server, args, '%s %s' % (script, connector))
 
 
-def kv_select(python, server, clients, seconds, scale):
+def kv_select(python, server, clients, seconds, scale, conns=None):
     """gloaddriver's kv select on the pipelined connector (KV_TABLE): ops per second."""
     dsn = 'host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable' % (
         server.port, server.database, server.user)
     args = ['--backend', 'postgres', '--dsn', dsn, '--table', KV_TABLE, '--prepared',
-            '--connector', 'pipelined', '--pool-size', str(clients), '--greenlets',
+            '--connector', 'pipelined', '--pool-size', str(conns or clients), '--greenlets',
             str(clients), '--phases', 'select', '--keys', str(100000 * scale), '--duration',
             str(seconds), '--ops', '0', '--no-syscalls']
     return _driver_run(python, server, args, 'kv select pipelined')
@@ -183,6 +184,9 @@ def main(argv=None):
     ap.add_argument('--seconds', type=int, default=10)
     ap.add_argument('--clients', type=int, default=8, help='pgbench -c, --greenlets')
     ap.add_argument('--scale', type=int, default=10, help='pgbench -i -s')
+    ap.add_argument('--pipelined-conns', type=int, default=None, metavar='N',
+                    help="the pipelined connector's connections (default: one per client, "
+                         "as pgbench's sessions; 1: the clients' statements share one socket)")
     ap.add_argument('--protocol', default='prepared', choices=('simple', 'extended', 'prepared'))
     ap.add_argument('--scripts', default=','.join(SCRIPTS))
     ap.add_argument('--out', help='JSON file (default bench-results/pgbench-DATE.json)')
@@ -204,7 +208,9 @@ def main(argv=None):
                 for connector in CONNECTORS:
                     reset(server)
                     tps, busy = gloaddriver(a.python, server, script, connector, a.clients,
-                                            a.seconds, a.protocol)
+                                            a.seconds, a.protocol,
+                                            a.pipelined_conns if connector == 'pipelined'
+                                            else None)
                     runs.append({'round': r, 'script': script, 'client': connector,
                                  'tps': tps, 'client_busy': busy})
                 reset(server)
@@ -213,7 +219,8 @@ def main(argv=None):
                                                a.scale)})
                 clients = CLIENTS[:-1]
                 if script == 'select-only':
-                    tps, busy = kv_select(a.python, server, a.clients, a.seconds, a.scale)
+                    tps, busy = kv_select(a.python, server, a.clients, a.seconds, a.scale,
+                                          a.pipelined_conns)
                     runs.append({'round': r, 'script': script, 'client': 'kv-pipelined',
                                  'tps': tps, 'client_busy': busy})
                     clients = CLIENTS
@@ -225,8 +232,9 @@ def main(argv=None):
     finally:
         server.stop()
     summary = []
-    print('\n%d clients, -M %s, scale %d, %d s runs, %d rounds (median; ratio to pgbench, '
-          'worst round in brackets)' % (a.clients, a.protocol, a.scale, a.seconds, a.rounds))
+    print('\n%d clients, -M %s, scale %d, %d s runs, %d rounds, %d pipelined connections '
+          '(median; ratio to pgbench, worst round in brackets)'
+          % (a.clients, a.protocol, a.scale, a.seconds, a.rounds, a.pipelined_conns or a.clients))
     for script in scripts:
         base = [x['tps'] for x in runs if x['script'] == script and x['client'] == 'pgbench']
         print('%-12s pgbench       %10.0f tps' % (script, median([b or 0 for b in base])))

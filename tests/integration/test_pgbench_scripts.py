@@ -403,3 +403,28 @@ def test_an_undefined_variable_in_sql_names_its_line(server, tmpdir, protocol):
     else:
         assert phase['errors'] == {'script': 5}
         assert 'line 6: undefined variable "nope"' in phase['error_samples']['script']
+
+
+PIPELINE = u"""\\startpipeline
+INSERT INTO pipe VALUES (1);
+\\syncpipeline
+INSERT INTO pipe VALUES (2);
+SELECT 1 / (random() * 0)::int;
+\\endpipeline
+"""
+
+
+@pytest.mark.parametrize('connector', CONNECTORS)
+def test_a_pipeline_is_a_batch_on_the_pipelined_connector(server, tmpdir, connector):
+    # A failure in a batch rolls the whole batch back (the pipelined connector sends a
+    # \startpipeline block as batches, one per \syncpipeline); psycopg2 has no pipeline
+    # mode: each statement is its own.
+    q(server, 'DROP TABLE IF EXISTS pipe; CREATE TABLE pipe (n int)')
+    path = write(tmpdir, 'pipe.sql', PIPELINE)
+    rc, out, err, res = run_pg(server, ['--script', path, '--ops', '3', '--greenlets', '1',
+                                        '--connector', connector])
+    assert rc == 1, err
+    (phase,) = res['phases']
+    assert phase['errors'] == {'server:22012': 3}, phase['errors']
+    kept = q(server, 'SELECT n, count(*) FROM pipe GROUP BY n ORDER BY n')
+    assert kept == ([(1, 3)] if connector == 'pipelined' else [(1, 3), (2, 3)])

@@ -531,9 +531,15 @@ class Runner(object):
                 return nxt
         elif kind in ('shell', 'setshell'):
             return _shell_step(c, v, nxt, self.scripts[si].path)
-        else:   # \startpipeline, \syncpipeline, \endpipeline: see the module's docstring
-            def step(cur):
-                return nxt
+        else:   # \startpipeline, \syncpipeline, \endpipeline
+            return self._pipeline_step(c, nxt)
+        return step
+
+    def _pipeline_step(self, c, nxt):
+        """psycopg2 has no pipeline mode: the markers do nothing (see the module's
+        docstring)."""
+        def step(cur):
+            return nxt
         return step
 
     def _sql_step(self, si, j, c, v, nxt):
