@@ -24,12 +24,13 @@ FIND_MAX_STEPS = 20
 PASSWORD_ENV = 'GLOADDRIVER_PASSWORD'
 STORE_ENV = store.ENV
 # --baseline history: how many stored runs, and what is judged when --fail-if has no
-# relative condition of its own: ops/s as asv's default factor (10 %); p99, which moves
-# more from run to run on a shared machine (one stall is 1 % of the ops of a short
-# run), by a quarter; and failed ops, which a run judged by thresholds no longer counts
-# by themselves.
+# relative condition of its own: ops/s and the median latency (a slower server shows in
+# both in a closed loop, in the latency under --rate), by asv's default factor (10 %);
+# and failed ops, which a run judged by thresholds no longer counts by themselves. Not
+# p99 by default: one stall of a shared machine moves the p99 of a short run far
+# beyond the spread of calm runs before it (an unchanged 2 s run measured +39 %).
 BASELINE_RUNS = 5
-BASELINE_DEFAULT = 'ops_per_sec>-10%,p99<+25%,errors<0.1%'
+BASELINE_DEFAULT = 'ops_per_sec>-10%,p50<+10%,errors<0.1%'
 REPLICATION_MODES = ('async', 'sync', 'remote_apply')
 READ_FROM = ('leader', 'replica', 'any')
 DEFAULT_GREENLETS = 10

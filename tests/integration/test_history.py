@@ -68,6 +68,8 @@ def test_a_slower_server_fails_the_baseline_and_an_unchanged_one_passes(tmpdir):
     assert not ops['held'] and ops['value'] < -10, ops
     assert ops['baseline']['value'] < ops['baseline']['mean'] - ops['baseline']['noise']
     assert 'threshold ops_per_sec>-10%       FAILED' in out
+    p50 = _verdicts(res, 'p50<+10%')[0]
+    assert not p50['held'] and p50['value'] > 10, p50
     # All seven recorded, the failed one with its exit code; history lists them.
     listing = subprocess.check_output(
         [sys.executable, '-m', 'gloaddriver', 'history', '--store', url],

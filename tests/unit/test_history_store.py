@@ -165,7 +165,7 @@ def test_bad_history_flags_are_refused_before_the_run(argv, why):
 
 def test_the_baseline_brings_its_default_conditions_unless_given_relative_ones():
     c = config.parse(['--spawn', '--store', 'sqlite:/tmp/x.db', '--baseline', 'history'], {})
-    assert [x['text'] for x in c.output.fail_if] == ['ops_per_sec>-10%', 'p99<+25%',
+    assert [x['text'] for x in c.output.fail_if] == ['ops_per_sec>-10%', 'p50<+10%',
                                                      'errors<0.1%']
     assert c.output.baseline == 5
     c = config.parse(['--spawn', '--store', 'sqlite:/tmp/x.db', '--baseline', 'history:3',
