@@ -434,15 +434,16 @@ def count_table(rows):
     """Python calls per op by layer (and C calls made from it), then the functions
     called at least once per op of each layer."""
     groups = [g for g, _ in GROUPS] + ['other']
-    head = '%-16s %8s  ' % ('layer', 'calls') + '  '.join('%s' % g for g in groups)
+    head = '%-20s %-16s %8s  ' % ('checkout', 'layer', 'calls') + '  '.join(groups)
     lines = ['Python calls per op (C calls from there in brackets), by where they run:', head]
     for r in rows:
         if 'calls' not in r:
-            lines.append('%-16s %8s' % (r['layer'], 'failed'))
+            lines.append('%-20s %-16s %8s' % (r['root'][-20:], r['layer'], 'failed'))
             continue
         c = r['calls']
         cells = ['%*s' % (len(g), '%.1f (%.1f)' % tuple(c.get(g, [0, 0]))) for g in groups]
-        lines.append('%-16s %8.1f  ' % (r['layer'], r['calls_per_op']) + '  '.join(cells))
+        lines.append('%-20s %-16s %8.1f  ' % (r['root'][-20:], r['layer'], r['calls_per_op']) +
+                     '  '.join(cells))
     for r in rows:
         if r.get('top'):
             lines.append('\n%s (%s): %s' % (r['layer'], r['root'][-30:], ', '.join(
