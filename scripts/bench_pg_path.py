@@ -405,11 +405,12 @@ def measure(opts, say):
 def table(rows):
     """Instructions per op, with what each layer adds over ``wait`` and over the plain
     loop of its own transaction (select-loop, tpcb-loop)."""
-    by_layer = dict((r['layer'], r['ir_per_op']) for r in rows if r.get('ir_per_op'))
+    by_layer = dict((r['layer'], r['ir_per_op']) for r in rows[::-1] if r.get('ir_per_op'))
+    own = dict(((r['root'], r['layer']), r['ir_per_op']) for r in rows if r.get('ir_per_op'))
     lines = ['%-40s %-16s %13s %17s' % ('checkout', 'layer', 'instr per op', 'over its loop')]
     for r in rows:
         per_op = r['ir_per_op']
-        base = by_layer.get(_base_of(r['layer']))
+        base = own.get((r['root'], _base_of(r['layer'])), by_layer.get(_base_of(r['layer'])))
         over = '-' if per_op is None or not base or _base_of(r['layer']) == r['layer'] \
             else '%+.0f (%.2fx)' % (per_op - base, per_op / base)
         lines.append('%-40s %-16s %13s %17s' % (r['root'][-40:], r['layer'],
