@@ -122,6 +122,29 @@ def test_kill_leader_patroni_elects_and_the_run_goes_on_through_haproxy(root):
     assert rc in (0, 1)
 
 
+def test_kill_leader_through_pgbouncer_in_transaction_mode(root):
+    """pgbouncer (transaction mode) in front of HAProxy: the same election is lived
+    through, the pooler's own errors named (pooler:NAME) or the connection's, and
+    nothing acknowledged lost."""
+    rc, out, res = _run(root, ['--replicas', '1', '--replication', 'sync',
+                               '--proxy', 'haproxy', '--pooler', 'pgbouncer', '--pool-mode',
+                               'transaction', '--pooler-setting', 'server_login_retry=1',
+                               '--fault', 'kill-leader@3s', '--verify', '--phases', 'insert',
+                               '--ops', '0', '--duration', '20', '--greenlets', '8'])
+    server = res['manifest']['server']
+    assert server['pooler']['backend'] == server['proxy']['address']
+    kill = [f for f in res['faults'] if not f.get('source')][0]
+    assert any(f['member'] != kill['member'] for f in _seen(res, 'promoted')), res['faults']
+    (insert,) = res['phases']
+    assert insert['outages'] and all(not o['open'] for o in insert['outages'])
+    assert insert['timeline'][-1]['ok'] > 0
+    kinds = set(insert['errors'])
+    assert kinds and all(k.startswith(('pooler:', 'network', 'server:', 'timeout'))
+                         for k in kinds), kinds
+    v = res['verify']
+    assert v['checked'] > 0 and v['acknowledged_lost'] == 0, v
+
+
 def test_switchover_loses_nothing_and_dcs_down_demotes_the_primary(root):
     """One run, two promises: a switchover in synchronous mode moves the leader
     (Patroni's REST API) with nothing acknowledged lost; etcd killed, the primary
