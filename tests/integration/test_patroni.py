@@ -113,7 +113,7 @@ def test_kill_leader_patroni_elects_and_the_run_goes_on_through_haproxy(root):
     # The outage began at the kill and ended once the elected leader took writes.
     first = outages[0]
     seen = dict((f['action'], f['t']) for f in insert['faults'] if f.get('source'))
-    assert first['start'] <= seen['promoted'] <= first['end'] + 1.0, (first, seen)
+    assert first['start'] <= seen['promoted'] <= first['end'] + 2.0, (first, seen)
     assert insert['ok'] > 0 and insert['timeline'][-1]['ok'] > 0
     v = res['verify']
     assert v['checked'] > 0 and v['acknowledged_lost'] == 0, v
