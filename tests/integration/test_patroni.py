@@ -215,6 +215,7 @@ def test_a_killed_driver_leaves_nothing(root, how):
     (HA + ['--replicas', '2', '--ha-setting', 'ttl=5'], 'loop_wait + 2 x retry_timeout'),
     (HA + ['--replicas', '2', '--ha-setting', 'synchronous_mode=on'], 'contradicts'),
     (HA + ['--replicas', '2', '--ha-setting', 'lease=3'], 'NAME one of'),
+    (HA + ['--replicas', '2', '--processes', '2'], 'not supported yet'),
 ])
 def test_bad_ha_flags_are_one_line_and_exit_2(flags, says):
     rc, out, err, res = run_cli(flags + ['--ops', '10'])

@@ -381,6 +381,9 @@ class Postgres(base.Kind):
     def with_processes(self, config):
         if config.opts.workload == 'bulk':
             raise errors.ConfigError('--processes does not apply to --workload bulk')
+        if config.opts.ha:
+            raise errors.ConfigError('--ha with --processes is not supported yet: run one '
+                                     'process (--greenlets)')
         if config.opts.pooler:
             raise errors.ConfigError('--pooler with --processes is not supported yet: run one '
                                      'process (--greenlets), or several against a pgbouncer '
