@@ -243,3 +243,12 @@ def test_a_history_line_says_what_a_user_needs():
     assert line.split() == ['2026-11-28', '10:23:57', '#12', 'v2', 'abc123def456', '1,520',
                             '15,895', '1.61', '0', 'exit', '4']
     assert history.HEAD.split()[:3] == ['started', '(UTC)', 'id']
+
+
+def test_the_git_commit_is_the_checkout_s_or_none(tmpdir):
+    import os
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    commit, dirty = run_record.git_commit(root)
+    assert re.match(r'^[0-9a-f]{40}$', commit) and dirty in (0, 1)
+    assert run_record.git_commit(str(tmpdir)) == (None, None)
