@@ -92,7 +92,7 @@ def _check_outputs(args):
     """Every file and folder the run will write, checked before the first op."""
     from gloaddriver.report import csvfiles
     csv_files = sorted(csvfiles.paths(args.csv).values()) if args.csv else []
-    if args.junit and not args.fail_if:
+    if args.junit and not (args.fail_if or args.baseline):
         raise errors.ConfigError('--junit writes one test case per --fail-if threshold: give '
                                  '--fail-if too, e.g. --fail-if p99<5ms,errors<0.1%')
     for flag, path in [('--json', args.json), ('--html', args.html),
