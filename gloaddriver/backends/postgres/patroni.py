@@ -421,8 +421,11 @@ class PatroniSet(PostgresReplicaSet):
         return {}
 
     def _answering(self):
+        # Read from /proc, not asked of the launcher (proc.poll()): the watch's greenlet
+        # asking beside a kill's wait() would take the exit the wait is waiting for.
         return [m for i, m in enumerate(self.members)
-                if i not in self._down and m.proc is not None and m.proc.poll() is None]
+                if i not in self._down and m.proc is not None and
+                reaper._stat(m.proc.pid) is not None]
 
     def _by_name(self, name):
         for m in self.members:
