@@ -29,6 +29,7 @@ from gloaddriver.workload.script.functions import (
     INT_MAX, INT_MIN, PLAIN, EvalError, as_int, convert, draw_random)
 
 _EXACT = 1 << 53
+_SMALL = 1 << 31
 
 
 def _plain(x, name):
@@ -69,7 +70,12 @@ class Writer(object):
         """The name holding ``node``'s value once the lines written now have run."""
         fn, pure = expressions._compile(node, where)
         if pure:      # folded to its constant when the script was compiled
-            return self.bind(fn({}, None))
+            value = fn({}, None)
+            # A small int written as it is: no type check of it runs. (Not a large one:
+            # 2.7 reads -9223372036854775808 in parentheses as a long.)
+            if type(value) is int and -_SMALL < value < _SMALL:
+                return '(%d)' % value
+            return self.bind(value)
         kind = node[0]
         if kind == 'var':
             return self.variable(node[1], indent)
@@ -92,7 +98,7 @@ class Writer(object):
         a = self.expression(node[2], where, indent)
         b = self.expression(node[3], where, indent)
         t = self.temp()
-        self.line('if %s.__class__ is int and %s.__class__ is int:' % (a, b), indent)
+        self.line('if %s:' % _ints(a, b), indent)
         self.line('%s = %s %s %s' % (t, a, node[1], b), indent + 1)
         self.line('if not _INT_MIN <= %s <= _INT_MAX: '
                   'raise _EvalError("bigint out of range")' % t, indent + 1)
@@ -104,12 +110,28 @@ class Writer(object):
         lb = self.expression(node[2][0], where, indent)
         ub = self.expression(node[2][1], where, indent)
         t = self.temp()
-        self.line('if %s.__class__ is int and %s.__class__ is int and '
-                  '0 < %s - %s + 1 <= _EXACT:' % (lb, ub, ub, lb), indent)
+        if _literal(lb) and _literal(ub):
+            n = int(ub[1:-1]) - int(lb[1:-1]) + 1
+            if 0 < n <= _EXACT:       # the draw's range known now
+                self.line('%s = %s + int(_random() * %d)' % (t, lb, n), indent)
+                return t
+        self.line('if %s and 0 < %s - %s + 1 <= _EXACT:' % (_ints(lb, ub), ub, lb), indent)
         self.line('%s = %s + int(_random() * (%s - %s + 1))' % (t, lb, ub, lb), indent + 1)
         self.line('else:', indent)
         self.line('%s = _draw(rnd, %s, %s)' % (t, lb, ub), indent + 1)
         return t
+
+
+def _literal(name):
+    """Whether an expression's name is an int written as it is: '(5)'."""
+    return name.startswith('(')
+
+
+def _ints(*names):
+    """The condition that the values of ``names`` are ints ('True' when all are int
+    literals)."""
+    checks = ['%s.__class__ is int' % n for n in names if not _literal(n)]
+    return ' and '.join(checks) or 'True'
 
 
 def function(name, args, lines, names):
