@@ -23,6 +23,7 @@ import tempfile
 
 from gloaddriver import backends, converters, errors
 from gloaddriver.compat.interpreters import runs_gloaddriver
+from gloaddriver.measure.repeats import median
 from gloaddriver.report.results import differential_page, flamegraph_moves
 from gloaddriver.run.sampler import find_tool
 
@@ -77,12 +78,6 @@ class Side(object):
         self.stored = None
 
 
-def _median(values):
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
-
-
 def median_result(results):
     """One result whose timing figures are the medians of several runs of the same
     ops: per phase ops/s, client CPU per op, each syscall count, requests per send and
@@ -90,14 +85,14 @@ def median_result(results):
     out = dict(results[0], phases=[])
     for i, first in enumerate(results[0]['phases']):
         same = [r['phases'][i] for r in results]
-        p = dict(first, ops_per_sec=_median([x['ops_per_sec'] or 0 for x in same]))
+        p = dict(first, ops_per_sec=median([x['ops_per_sec'] or 0 for x in same]))
         cpu = [x.get('cpu_us_per_op') for x in same]
-        p['cpu_us_per_op'] = _median(cpu) if all(c is not None for c in cpu) else None
+        p['cpu_us_per_op'] = median(cpu) if all(c is not None for c in cpu) else None
         counts = [x['syscalls'].get('counts') or {} for x in same]
         p['syscalls'] = dict(first['syscalls'], counts=dict(
-            (k, _median([c.get(k, 0) for c in counts])) for k in set(k for c in counts for k in c)))
+            (k, median([c.get(k, 0) for c in counts])) for k in set(k for c in counts for k in c)))
         p['batching'] = dict(first['batching'], **dict(
-            (k, _median([x['batching'].get(k) or 0 for x in same]))
+            (k, median([x['batching'].get(k) or 0 for x in same]))
             for k in ('requests_per_send', 'responses_per_recv')))
         out['phases'].append(p)
     return out

@@ -14,6 +14,7 @@ import sys
 from collections import namedtuple
 
 from gloaddriver import backends, converters, errors, workload
+from gloaddriver.secrets import mask_dsn
 from gloaddriver.config import fail_if, find_max, keep
 from gloaddriver.config.flags import (DEFAULT_GREENLETS, PASSWORD_ENV, CheckingParser,
                                       build_parser, value_flags)
@@ -592,16 +593,6 @@ def _profile_argv(parser, name):
         if part:
             checker.parse_args(part)
     return profile.to_argv(name, value_flags(parser), check)
-
-
-_DSN_SECRETS = (re.compile(r'(password\s*=\s*)(\'(?:[^\'\\\\]|\\\\.)*\'|\S+)'),
-                re.compile(r'(://[^:/@\s]*:)([^@\s]*)(@)'))
-
-
-def mask_dsn(dsn):
-    """A DSN (keyword or URI form) with its password replaced by ***."""
-    dsn = _DSN_SECRETS[0].sub(lambda m: m.group(1) + '***', dsn)
-    return _DSN_SECRETS[1].sub(lambda m: m.group(1) + '***' + m.group(3), dsn)
 
 
 def mask_argv(argv):

@@ -12,6 +12,7 @@ import os
 import re
 
 from gloaddriver import errors
+from gloaddriver.secrets import mask_dsn
 
 DEFAULT_AFTER = 60.0   # s: a run this long or longer keeps a journal beside its --json
 
@@ -141,8 +142,9 @@ def baseline_conditions(conditions, baseline, parse):
 
 def _flag_value(value):
     """A flag's value as the scenario writes it (a parsed value by its own text)."""
-    if value is None or isinstance(value, (bool, int, float)) or \
-            isinstance(value, type(u'')) or isinstance(value, str):
+    if isinstance(value, (type(u''), str)):
+        return mask_dsn(value)     # a --dsn's password is neither stored nor in the key
+    if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, (list, tuple)):
         return [_flag_value(v) for v in value]

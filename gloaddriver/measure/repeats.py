@@ -16,7 +16,8 @@ from gloaddriver.measure import stats
 _HIGHER_IS_BETTER = ('ops_per_sec', 'ok_per_sec')
 
 
-def _median(values):
+def median(values):
+    """The middle value of ``values`` (the mean of the two middle ones for an even count)."""
     ordered = sorted(values)
     mid = len(ordered) // 2
     if len(ordered) % 2:
@@ -32,9 +33,9 @@ def _figure(name, values):
         return None
     hi, lo = max(measured), min(measured)
     best, worst = (hi, lo) if name in _HIGHER_IS_BETTER else (lo, hi)
-    median = _median(measured)
-    return {'values': values, 'median': round(median, 1), 'best': best, 'worst': worst,
-            'spread_pct': round(100.0 * (hi - lo) / median, 1) if median else None}
+    mid = median(measured)
+    return {'values': values, 'median': round(mid, 1), 'best': best, 'worst': worst,
+            'spread_pct': round(100.0 * (hi - lo) / mid, 1) if mid else None}
 
 
 def figures(block, percentiles):

@@ -15,6 +15,7 @@ import os
 import re
 
 from gloaddriver import errors
+from gloaddriver.secrets import mask_dsn
 
 SCHEMA_VERSION = 1
 ENV = 'GLOADDRIVER_STORE'   # the store when no --store is given
@@ -77,7 +78,15 @@ def parse_url(text):
 
 def masked(url):
     """A store's URL as it may be printed: a password in it replaced by ***."""
-    return re.sub(r'(://[^:/@\s]*:)([^@\s]*)(@)', r'\1***\3', url)
+    return mask_dsn(url)
+
+
+def _text(value):
+    """A value as the store takes it: on Python 2.7 a byte string (argv's, a label's) is
+    text, decoded as UTF-8; sqlite3 refuses 8-bit byte strings."""
+    if bytes is str and isinstance(value, bytes):
+        return value.decode('utf-8', 'replace')
+    return value
 
 
 class Store(object):
@@ -125,7 +134,7 @@ class Store(object):
         """One run's rows (measure.run_record's), in one transaction: its new id."""
         try:
             names = [c for c, _t in RUN_COLUMNS]
-            values = [run.get(c) for c in names]
+            values = [_text(run.get(c)) for c in names]
             sql = 'INSERT INTO gloaddriver_runs (%s) VALUES (%s)' % (
                 ', '.join(names), ', '.join('?' * len(names)))
             if self.kind == 'postgresql':
@@ -148,7 +157,7 @@ class Store(object):
         names = [c for c, _t in columns]
         sql = self._sql('INSERT INTO %s (%s) VALUES (%s)' % (
             table, ', '.join(names), ', '.join('?' * len(names))))
-        self.conn.cursor().executemany(sql, [tuple(dict(r, run_id=run_id).get(c)
+        self.conn.cursor().executemany(sql, [tuple(_text(dict(r, run_id=run_id).get(c))
                                                    for c in names) for r in rows])
 
     def runs(self, where=(), last=None, scenario=None, columns=LISTED, ok_only=False):

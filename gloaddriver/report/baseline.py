@@ -15,16 +15,12 @@ from __future__ import absolute_import, division, print_function
 import json
 import math
 
+from gloaddriver.measure.repeats import median
+
 NOISE_SIGMAS = 3.0
 MIN_RUNS = 2
 # The figures of a stored phase row a relative condition may judge.
 _COLUMNS = ('ops_per_sec', 'ok_per_sec', 'syscalls_per_op')
-
-
-def _median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
 
 
 def _figures(row):
@@ -46,7 +42,7 @@ def build(runs, phase_rows, wanted, scenario, where):
             for key in keys:
                 values = [r[key] for r in rounds if r.get(key) is not None]
                 if values:
-                    phases.setdefault(name, {}).setdefault(key, []).append(_median(values))
+                    phases.setdefault(name, {}).setdefault(key, []).append(median(values))
     return {'store': where, 'scenario': scenario, 'wanted': wanted,
             'runs': [r['id'] for r in runs], 'phases': phases}
 

@@ -15,6 +15,7 @@ import sys
 
 from gloaddriver import converters, errors
 from gloaddriver.measure import steps
+from gloaddriver.measure.repeats import median
 from gloaddriver.report import history, html
 
 DEFAULT_LAST = 100
@@ -22,12 +23,6 @@ DEFAULT_LAST = 100
 CHARTS = (('ops', 'ops/s', 'ops_per_sec', 'ops/s'),
           ('p99', 'p99 latency', 'p99_us', 'us'),
           ('syscalls', 'syscalls per op', 'syscalls_per_op', 'syscalls/op'))
-
-
-def _median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
 
 
 def _series(runs, phase_rows, column):
@@ -41,7 +36,7 @@ def _series(runs, phase_rows, column):
             order.append(row['name'])
         if row.get(column) is not None:
             found[row['name']][index[row['run_id']]].append(row[column])
-    return [(name, [_median(v) if v else None for v in found[name]]) for name in order]
+    return [(name, [median(v) if v else None for v in found[name]]) for name in order]
 
 
 def view(runs, phase_rows, tags, window=steps.WINDOW, min_change=steps.MIN_CHANGE):

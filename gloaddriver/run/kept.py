@@ -61,7 +61,12 @@ class Kept(object):
             rows = self.store.phases([r['id'] for r in runs])
         except Exception as e:   # the store's own errors (sqlite3, psycopg2) vary
             # Judged as failed, never as "no baseline yet": a gate that cannot see its
-            # baseline does not pass the run.
+            # baseline does not pass the run. Its transaction ended, so the run can still
+            # be recorded (a PostgreSQL store refuses anything in an aborted one).
+            try:
+                self.store.conn.rollback()
+            except Exception:    # a store gone: recording says so, in one line
+                pass
             found = baseline.build([], [], n, key, self.store.where)
             found['error'] = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
             return found, baseline.line(found)
@@ -80,7 +85,8 @@ class Kept(object):
             run_id = self.store.write(*run_record.rows(
                 result, out.scenario, out.label, out.tags, code, run_record.git_commit()))
         except Exception as e:   # the store's own errors (sqlite3, psycopg2) vary
-            errors.say('--store %s: the run was not recorded: %s' % (self.store.where, e))
+            errors.say('--store %s: the run was not recorded: %s' % (
+                self.store.where, str(e).strip().splitlines()[0] if str(e).strip() else repr(e)))
             return errors.EXIT_OPS_FAILED if code == errors.EXIT_OK else code
         errors.say('stored as run %d of scenario %s in %s' % (run_id, out.scenario[0],
                                                               self.store.where))

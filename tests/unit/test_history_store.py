@@ -5,7 +5,6 @@ tests/integration/test_history.py."""
 from __future__ import absolute_import, division, print_function
 
 import json
-import time
 
 import pytest
 
@@ -79,19 +78,15 @@ def test_history_filters_by_tag_label_scenario_and_last(sqlite_store):
     assert [r['label'] for r in sqlite_store.runs(last=2)] == ['L4', 'L5']
 
 
-def test_1000_stored_runs_list_quickly(sqlite_store, tmpdir, capsys):
+def test_1000_stored_runs_are_listed_whole(sqlite_store, tmpdir, capsys):
+    # How fast is measured outside the suite (docs/keeping-results.md has the figure).
     for i in range(1000):
         record(sqlite_store, synthetic_result(i, 1000.0 + i), label='r%d' % i)
     url = 'sqlite:' + str(tmpdir.join('runs.db'))
-    start = time.time()
     assert history.main(['--store', url, '--last', '0']) == 0
-    took = time.time() - start
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1001 and lines[0].startswith('started (UTC)')
     assert '#1000' in lines[-1] and 'r999' in lines[-1]
-    # Under a second on an idle machine (the report has the figure); a wide bound here,
-    # so a busy machine does not fail it.
-    assert took < 5.0, took
 
 
 def test_a_store_of_another_schema_version_is_refused(tmpdir):
@@ -252,3 +247,27 @@ def test_the_git_commit_is_the_checkout_s_or_none(tmpdir):
     commit, dirty = run_record.git_commit(root)
     assert re.match(r'^[0-9a-f]{40}$', commit) and dirty in (0, 1)
     assert run_record.git_commit(str(tmpdir)) == (None, None)
+
+
+def test_a_dsn_password_is_neither_in_the_scenario_nor_its_key():
+    base = _scenario(['--backend', 'postgres', '--dsn', 'postgresql://u:first@h/db'])
+    other = _scenario(['--backend', 'postgres', '--dsn', 'postgresql://u:second@h/db'])
+    assert 'first' not in base[1] and 'u:***@h/db' in base[1], base
+    assert base == other
+    kw = _scenario(['--backend', 'postgres', '--dsn', "host=h password=s3cret dbname=d"])
+    assert 's3cret' not in kw[1] and 'password=***' in kw[1], kw
+
+
+def test_a_label_and_tags_of_any_text_are_stored(sqlite_store):
+    # On Python 2.7 argv's values are byte strings; sqlite3 takes only text.
+    def raw(text):
+        return text.encode('utf-8') if bytes is str else text
+    record(sqlite_store, synthetic_result(0), label=raw(u'caf\xe9'),
+           tags=[(raw(u'who'), raw(u'Jos\xe9'))])
+    (run,) = sqlite_store.runs(where=[(u'who', u'Jos\xe9')])
+    assert run['label'] == u'caf\xe9'
+
+
+def test_only_the_password_of_a_store_url_is_masked():
+    assert store.masked('postgresql://u:pw@h/db') == 'postgresql://u:***@h/db'
+    assert store.masked('postgresql://u@h/db?password=pw') == 'postgresql://u@h/db?password=***'

@@ -222,12 +222,22 @@ class PatroniMember(PostgresServer):
         except (IOError, OSError, ValueError, TypeError):
             return None
         st = reaper._stat(pid)
-        if st is None:
+        if st is None or not self._in_data_dir(pid):
             return None
         if self._postmasters.get(pid) != st[1]:
             self._postmasters[pid] = st[1]
             reaper.watch_pid(pid)
         return pid
+
+    def _in_data_dir(self, pid):
+        """Whether ``pid`` runs in this member's data directory, as its postmaster does:
+        postmaster.pid outlives a killed postmaster, and its pid may be another
+        process's by now, which must not be told to the reaper."""
+        try:
+            return os.path.realpath(os.readlink('/proc/%d/cwd' % pid)) == \
+                os.path.realpath(self.data_dir)
+        except OSError:
+            return False
 
     def _family(self):
         pids = [self.proc.pid] + [p for p in procfs.family(self.proc.pid)
@@ -556,7 +566,14 @@ class Watcher(object):
         jobs = [gevent.spawn(m.state, WATCH_PERIOD * 0.8) for m in live]
         holder = gevent.spawn(c.cluster_state)
         up = gevent.spawn(self.proxy.servers_up) if self.proxy is not None else None
-        gevent.joinall(jobs + [holder] + ([up] if up else []), timeout=WATCH_PERIOD * 2)
+        every = jobs + [holder] + ([up] if up else [])
+        gevent.joinall(every, timeout=WATCH_PERIOD * 2)
+        try:
+            self._judge(live, jobs, holder, up)
+        finally:
+            gevent.killall(every, block=False)     # a look still waiting ends with this one
+
+    def _judge(self, live, jobs, holder, up):
         for m in live:
             m.postmaster()     # told to the reaper as it changes
         primaries = set()
