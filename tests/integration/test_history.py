@@ -96,15 +96,24 @@ def _pg_url(server):
 
 def test_the_store_on_a_private_postgresql(pg, tmpdir):
     url = _pg_url(pg)
-    # Real runs recorded there, the second judged against the first two.
+    # Real runs recorded there, the third judged against the first two.
     for args in (['--label', 'first'], ['--label', 'second', '--tag', 'ci=push'],
                  ['--baseline', 'history:2', '--fail-if', 'errors<1']):
         rc, out, err, res = run_cli(['--spawn', '--phases', 'insert,select', '--ops', '2000',
                                      '--store', url] + args)
-        assert rc == 0, out + err
         assert_accounted(res)
         assert ':***@' in err and pg.password not in err + out + json.dumps(res)
+        if '--baseline' not in args:
+            assert rc == 0, out + err
+    # What is judged here is the baseline read back from PostgreSQL, not the noise rule
+    # (test_a_slower_server_fails_the_baseline_and_an_unchanged_one_passes judges that on
+    # five runs of a server whose calls sleep): two 2,000-op runs are too few to say a loaded machine's third is no
+    # slower (seen: -44 % ops/s with the CPU taken by other work), so exit 4 may come
+    # only from a relative condition.
     assert res['baseline']['runs'] == [1, 2]
+    failed = [v for v in res['thresholds'] if not v['held']]
+    assert rc == (4 if failed else 0), out + err
+    assert all('%' in v['condition'] and v['condition'] != 'errors<0.1%' for v in failed), failed
     st = store.open_store(url)
     try:
         runs = st.runs()
