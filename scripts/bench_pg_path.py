@@ -50,7 +50,7 @@ import re
 import subprocess
 import sys
 
-from benchlib import ROOT, out_path
+from benchlib import PGBENCH_PREPARED, ROOT, out_path
 
 LAYERS = ('loop', 'wait', 'runner', 'driver')
 TABLE = 'kv'
@@ -169,15 +169,7 @@ def _plain_layer(name, n, conns):
     gevent.joinall([gevent.spawn(loop, c) for c in conns])
 
 
-# The plain loop's statements: the built-in scripts' SQL, prepared (as scripts/bench
-# pgbench's plain loop has them).
-PLAIN_TPCB = (
-    'PREPARE a AS UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2',
-    'PREPARE s AS SELECT abalance FROM pgbench_accounts WHERE aid = $1',
-    'PREPARE t AS UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2',
-    'PREPARE b AS UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2',
-    'PREPARE h AS INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) '
-    'VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)')
+PLAIN_TPCB = PGBENCH_PREPARED['tpcb-like']
 
 
 def _backend_layer(name, n, dsn):

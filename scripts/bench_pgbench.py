@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 
+from benchlib import PGBENCH_PREPARED as PLAIN
 from benchlib import ROOT, median, out_path
 from benchlib import driver as run_driver
 
@@ -41,17 +42,6 @@ CLIENTS = ('pgbench',) + CONNECTORS + ('psycopg2-loop', 'kv-pipelined')
 # one connection per client; what its script must match there.
 KV_TABLE = 'kv_accounts'
 
-# The plain loop's statements: the built-in scripts' SQL, prepared.
-PLAIN = {
-    'select-only': ['PREPARE s AS SELECT abalance FROM pgbench_accounts WHERE aid = $1'],
-    'tpcb-like': [
-        'PREPARE a AS UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2',
-        'PREPARE s AS SELECT abalance FROM pgbench_accounts WHERE aid = $1',
-        'PREPARE t AS UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2',
-        'PREPARE b AS UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2',
-        'PREPARE h AS INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) '
-        'VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)'],
-}
 PLAIN_LOOP = r"""
 from gevent import monkey; monkey.patch_all()
 import json, random, sys, time

@@ -12,6 +12,20 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# pgbench's built-in scripts' SQL, PREPAREd: the statements of the plain loops that
+# scripts/bench pgbench and scripts/bench pg-path set beside gloaddriver.
+PGBENCH_PREPARED = {
+    'select-only': ['PREPARE s AS SELECT abalance FROM pgbench_accounts WHERE aid = $1'],
+    'tpcb-like': [
+        'PREPARE a AS UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2',
+        'PREPARE s AS SELECT abalance FROM pgbench_accounts WHERE aid = $1',
+        'PREPARE t AS UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2',
+        'PREPARE b AS UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2',
+        'PREPARE h AS INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) '
+        'VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)'],
+}
+
+
 def median(values):
     values = sorted(values)
     n = len(values)
